@@ -1,0 +1,64 @@
+/* backend.h — the one interface every compute backend implements.
+ *
+ * A backend owns a replica of the model's parameters in its own memory and
+ * the recurrent state of the members this rank evaluates. The CPU backend is
+ * the reference; CUDA and HIP must match it bit for bit. */
+#ifndef EGG_BACKEND_H
+#define EGG_BACKEND_H
+#include <stdint.h>
+#include "config.h"
+#include "model.h"
+#include "util.h"
+
+/* What one step evaluates on this rank: members [m0, m1) (pair-aligned),
+ * their token windows and state resets. Member m reads the stream of group
+ * g = m / group: tokens[(g - g0) * (seq + 1) + t], t = 0..seq (inputs 0..seq-1,
+ * targets 1..seq); reset[g - g0] zeroes the state before the window. */
+typedef struct egg_step_ctx {
+    uint64_t seed;
+    uint32_t epoch;       /* noise epoch = step / noise_reuse */
+    int m0, m1;           /* member range (global indices) */
+    int group, g0;        /* group size; first group covered */
+    int seq;
+    const int32_t *tokens;
+    const uint8_t *reset;
+} egg_step_ctx;
+
+typedef struct egg_update_stats {
+    int64_t changed;      /* parameters whose value changed */
+} egg_update_stats;
+
+typedef struct egg_backend egg_backend;
+struct egg_backend {
+    const char *name;
+    char device_desc[128];
+    void *impl;
+    /* Population forward: scores[m - m0] = sum of log-likelihoods (1/16 bits)
+     * of member m over its window. Carries each member's recurrent state. */
+    int (*eval)(egg_backend *b, const egg_step_ctx *ctx, int32_t *scores, egg_err *err);
+    /* EGGROLL update from the fitness of all pop/2 pairs (values -2..2);
+     * applies it to the backend's replica and to m->params (kept equal). */
+    int (*update)(egg_backend *b, egg_model *m, uint64_t seed, uint32_t epoch, const int8_t *fit, int tau,
+                  egg_update_stats *st, egg_err *err);
+    /* Unperturbed forward of n independent windows from zero state (validation):
+     * tokens[w * (len + 1) + t]; scores[w] = sum of log-likelihoods. */
+    int (*eval_clean)(egg_backend *b, int n, int len, const int32_t *tokens, int32_t *scores, egg_err *err);
+    /* Unperturbed single-sequence stepping for sampling: feed token, get int8 logits
+     * [V] (state kept inside; reset = 1 starts from zero state). */
+    int (*sample_step)(egg_backend *b, int token, int reset, int8_t *logits, egg_err *err);
+    /* The recurrent state of members [m0, m1): m-major, then layer, then H (int8). */
+    int (*get_state)(egg_backend *b, int8_t *dst, egg_err *err);
+    int (*set_state)(egg_backend *b, const int8_t *src, egg_err *err);
+    /* Parameters changed on the host (resume): upload. */
+    int (*set_params)(egg_backend *b, const egg_model *m, egg_err *err);
+    void (*destroy)(egg_backend *b);
+};
+
+/* CPU backend: evaluates members [m0, m1) of a population. */
+int egg_backend_cpu_create(egg_backend *b, const egg_config *c, const egg_model *m, int m0, int m1, egg_err *err);
+#ifdef EGG_HAVE_CUDA
+int egg_backend_cuda_create(egg_backend *b, const egg_config *c, const egg_model *m, int m0, int m1, int device, egg_err *err);
+int egg_cuda_device_count(void);
+#endif
+
+#endif

@@ -1,0 +1,529 @@
+/* backend_cpu.c — the reference backend: exact integer EGG forward for a
+ * population, and the EGGROLL update, on CPU threads (OpenMP) with SIMD GEMMs.
+ *
+ * Members are evaluated in tiles of whole antithetic pairs; a tile runs its
+ * whole window (all timesteps, all layers) on one thread, so each weight row
+ * loaded is reused by every member of the tile and no thread ever waits on
+ * another. A member's result does not depend on its tile, thread or SIMD path. */
+#define _GNU_SOURCE
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend.h"
+#include "cpu_gemm.h"
+#include "egg_math.h"
+
+#define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+
+typedef struct cpu_impl {
+    const egg_model *m;
+    int V, H, L, r, pshift, simd, threads, tile, pop, group;
+    int m0, m1;
+    egg_packed *pk;          /* per tensor (matrices) */
+    size_t *noff, pstride;   /* per-pair noise blob layout */
+    int8_t *state;           /* [(m1-m0)][L][H] */
+    int8_t *sstate;          /* sampling state [L][H] */
+    int maxN;                /* widest matrix output (padded) */
+} cpu_impl;
+
+/* Exact truncating division of |n| < 2^15 by 1 <= d <= 255 via multiply-shift:
+ * M = floor(2^32/d) + 1; the error n*(M - 2^32/d)/2^32 < 2^-17 < 1/d never
+ * crosses an integer (tests check every n and d). */
+static inline uint32_t div_magic(int32_t d) { return (uint32_t)((1ull << 32) / (uint64_t)d + 1); }
+static inline int32_t div_by(int32_t n, uint32_t M) {
+    uint32_t a = (uint32_t)(n < 0 ? -n : n);
+    int32_t q = (int32_t)(((uint64_t)a * M) >> 32);
+    return n < 0 ? -q : q;
+}
+
+/* EGG-LN over one vector. */
+HOT static void ln_row(const int8_t *x, const int8_t *w, int8_t *y, int H) {
+    int32_t s = 0;
+    for (int i = 0; i < H; i++) s += x[i] < 0 ? -x[i] : x[i];
+    int32_t d = egg_ln_div(s, H);
+    if (d == 1) {
+        for (int i = 0; i < H; i++) y[i] = (int8_t)egg_clip8(x[i] * w[i]);
+        return;
+    }
+    uint32_t M = div_magic(d);
+    for (int i = 0; i < H; i++) y[i] = (int8_t)egg_clip8(div_by(x[i] * w[i], M));
+}
+
+HOT static int32_t dot_s8(const int8_t *a, const int8_t *b, int n) {
+    int32_t s = 0;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Epilogue of one member's MM row: y = clip((acc + (p >> pshift)) >> s). */
+HOT static void epi_clean(const int32_t *acc, int8_t *y, int N, int s) {
+    for (int o = 0; o < N; o++) { int32_t v = acc[o] >> s; y[o] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v); }
+}
+HOT static void epi_r1_32(const int32_t *acc, int8_t *y, int N, int s, int32_t t, const int8_t *A, int pshift) {
+    for (int o = 0; o < N; o++) {
+        int32_t v = (acc[o] + ((t * A[o]) >> pshift)) >> s;
+        y[o] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
+    }
+}
+HOT static void epi_general(const int32_t *acc, int8_t *y, int N, int s, const int32_t *t, int r, const int8_t *A, int pshift) {
+    for (int o = 0; o < N; o++) {
+        int64_t p = 0;
+        for (int j = 0; j < r; j++) p += (int64_t)t[j] * A[(size_t)j * N + o];
+        y[o] = (int8_t)egg_mm_out(acc[o], p, pshift, s);
+    }
+}
+
+/* Noise blob of one pair: per tensor, matrices hold A as [r][out] then B as
+ * [r][in] (the embedding holds only B: its A rows are drawn per token);
+ * vectors hold n1[n] then n2[n]. */
+static void layout_noise(cpu_impl *c) {
+    const egg_model *m = c->m;
+    c->noff = egg_xcalloc((size_t)m->ntensors, sizeof(size_t));
+    size_t off = 0;
+    for (int id = 0; id < m->ntensors; id++) {
+        const egg_tensor *t = &m->t[id];
+        c->noff[id] = off;
+        if (t->kind == EGG_T_VEC) off += 2 * (size_t)t->rows;
+        else if (id == EGG_T_EMB) off += (size_t)c->r * t->cols;
+        else off += (size_t)c->r * (t->rows + t->cols);
+        off = (off + 63) & ~(size_t)63;
+    }
+    c->pstride = off;
+}
+
+static void gen_pair_noise(const cpu_impl *c, uint64_t seed, uint32_t epoch, uint32_t pair, int8_t *blob) {
+    const egg_model *m = c->m;
+    const int r = c->r;
+    for (int id = 0; id < m->ntensors; id++) {
+        const egg_tensor *t = &m->t[id];
+        uint64_t key = egg_noise_key(seed, epoch, (uint32_t)id, pair);
+        int8_t *p = blob + c->noff[id];
+        if (t->kind == EGG_T_VEC) {
+            int n = t->rows;
+            for (int i = 0; i < 2 * n; i++) p[i] = (int8_t)egg_noise(key, (uint32_t)i);
+            continue;
+        }
+        int N = t->rows, K = t->cols;
+        int8_t *A = p, *B = p + (size_t)r * N;
+        if (id == EGG_T_EMB) B = p;
+        else
+            for (int o = 0; o < N; o++)
+                for (int j = 0; j < r; j++) A[(size_t)j * N + o] = (int8_t)egg_noise(key, (uint32_t)(o * r + j));
+        for (int i = 0; i < K; i++)
+            for (int j = 0; j < r; j++) B[(size_t)j * K + i] = (int8_t)egg_noise(key, (uint32_t)(N * r + i * r + j));
+    }
+}
+
+/* Scratch of one tile. */
+typedef struct tile_buf {
+    int8_t *X, *R, *XN, *F, *G, *C, *U, *T1, *T2, *logits;
+    int32_t *acc;
+    int8_t *noise;   /* [pairs][pstride] */
+    int8_t *vecs;    /* [members][nvec][H] perturbed vectors */
+} tile_buf;
+
+static void tile_alloc(const cpu_impl *c, tile_buf *b, int nm, int noisy) {
+    int H = c->H, nmp = (nm + 3) / 4 * 4;
+    size_t h = (size_t)nmp * H;
+    b->X = egg_xaligned(64, h); b->R = egg_xaligned(64, h); b->XN = egg_xaligned(64, h);
+    b->F = egg_xaligned(64, h); b->G = egg_xaligned(64, h); b->C = egg_xaligned(64, h);
+    b->T1 = egg_xaligned(64, h); b->T2 = egg_xaligned(64, h);
+    b->U = egg_xaligned(64, 4 * h);
+    b->logits = egg_xaligned(64, (size_t)nmp * (c->V + 16));
+    b->acc = egg_xaligned(64, sizeof(int32_t) * nmp * (size_t)c->maxN);
+    b->noise = noisy ? egg_xaligned(64, (size_t)((nm + 1) / 2) * c->pstride) : NULL;
+    b->vecs = noisy ? egg_xaligned(64, (size_t)nm * (4 * c->L + 1) * H) : NULL;
+}
+static void tile_free(tile_buf *b) {
+    free(b->X); free(b->R); free(b->XN); free(b->F); free(b->G); free(b->C);
+    free(b->T1); free(b->T2); free(b->U); free(b->logits); free(b->acc); free(b->noise); free(b->vecs);
+}
+
+/* Vector slot of tensor id within a member's perturbed-vector block. */
+static int vec_slot(const cpu_impl *c, int id) {
+    if (id == EGG_T_LNOUT(c->L)) return 4 * c->L;
+    int l = (id - 1) / EGG_L_N, k = (id - 1) % EGG_L_N;
+    int s = k == EGG_L_LN1 ? 0 : k == EGG_L_BF ? 1 : k == EGG_L_BH ? 2 : 3;
+    return 4 * l + s;
+}
+
+static const int8_t *vec_of(const cpu_impl *c, const tile_buf *b, int noisy, int mi, int id) {
+    if (!noisy) return egg_tensor_ptr(c->m, id);
+    return b->vecs + ((size_t)mi * (4 * c->L + 1) + vec_slot(c, id)) * c->H;
+}
+
+/* Y[nm][N] = MM_id(X[nm][K]) with each member's perturbation (noise != NULL). */
+static void mm(const cpu_impl *c, tile_buf *b, int id, int nm, const int8_t *X, int8_t *Y, int noisy) {
+    const egg_tensor *t = &c->m->t[id];
+    const int N = t->rows, K = t->cols, s = egg_mm_shift((uint32_t)K), Np = c->pk[id].Np, r = c->r;
+    egg_gemm_s8(c->simd, nm, X, K, &c->pk[id], b->acc, Np);
+    for (int mi = 0; mi < nm; mi++) {
+        const int32_t *a = b->acc + (size_t)mi * Np;
+        int8_t *y = Y + (size_t)mi * N;
+        if (!noisy) { epi_clean(a, y, N, s); continue; }
+        const int8_t *A = b->noise + (size_t)(mi / 2) * c->pstride + c->noff[id];
+        const int8_t *B = A + (size_t)r * N;
+        const int8_t *x = X + (size_t)mi * K;
+        int sign = (mi & 1) ? -1 : 1;
+        int32_t tj[16];
+        for (int j = 0; j < r; j++) tj[j] = sign * dot_s8(x, B + (size_t)j * K, K);
+        if (r == 1 && K <= 2048) epi_r1_32(a, y, N, s, tj[0], A, c->pshift);
+        else epi_general(a, y, N, s, tj, r, A, c->pshift);
+    }
+}
+
+HOT static void add3_clip(const int8_t *a, const int8_t *b, const int8_t *bias, int8_t *y, int n) {
+    for (int i = 0; i < n; i++) y[i] = (int8_t)egg_clip8(a[i] + b[i] + bias[i]);
+}
+HOT static void add2_clip(const int8_t *a, const int8_t *b, int8_t *y, int n) {
+    for (int i = 0; i < n; i++) y[i] = (int8_t)egg_clip8(a[i] + b[i]);
+}
+HOT static void gate(const int8_t *f, const int8_t *h, int8_t *g, int n) {
+    for (int i = 0; i < n; i++) g[i] = (int8_t)egg_gru_gate(f[i], h[i]);
+}
+HOT static void mix(const int8_t *f, const int8_t *cc, int8_t *h, int n) {
+    for (int i = 0; i < n; i++) h[i] = (int8_t)egg_gru_mix(f[i], cc[i], h[i]);
+}
+
+/* Log-likelihood of target under int8 logits. */
+static int32_t loglik(const int8_t *lg, int V, int target) {
+    uint64_t S = 0;
+    for (int v = 0; v < V; v++) S += EGG_EXP2[lg[v] + 128];
+    return egg_loglik(lg[target], S);
+}
+
+/* Embedding row of token tok for member mi (perturbed if noisy). */
+static void embed(const cpu_impl *c, const tile_buf *b, int noisy, int mi, uint64_t seed, uint32_t epoch, uint32_t pair,
+                  int tok, int8_t *x) {
+    const int H = c->H, r = c->r;
+    const int8_t *E = egg_tensor_ptr(c->m, EGG_T_EMB) + (size_t)tok * H;
+    if (!noisy) { memcpy(x, E, (size_t)H); return; }
+    uint64_t key = egg_noise_key(seed, epoch, EGG_T_EMB, pair);
+    const int8_t *B = b->noise + (size_t)(mi / 2) * c->pstride + c->noff[EGG_T_EMB];
+    int sign = (mi & 1) ? -1 : 1;
+    int32_t a[16];
+    for (int j = 0; j < r; j++) a[j] = sign * egg_noise(key, (uint32_t)(tok * r + j));
+    for (int i = 0; i < H; i++) {
+        int32_t p = 0;
+        for (int j = 0; j < r; j++) p += a[j] * B[(size_t)j * H + i];
+        x[i] = (int8_t)egg_clip8(E[i] + (p >> c->pshift));
+    }
+}
+
+/* Run nm members (first global member gm0, even) over T timesteps.
+ * tok(mi, t) gives inputs; targets at t+1. state: [nm][L][H]. */
+typedef struct tile_job {
+    int nm, gm0, T, noisy;
+    uint64_t seed;
+    uint32_t epoch;
+    const int32_t *tokens;  /* row per member: via rowof */
+    const int32_t *const *rows; /* rows[mi] -> T+1 tokens */
+    int8_t *state;
+    int32_t *scores;
+} tile_job;
+
+static void run_tile(const cpu_impl *c, tile_buf *b, const tile_job *j) {
+    const egg_model *m = c->m;
+    const int H = c->H, L = c->L, V = c->V, nm = j->nm;
+    if (j->noisy) {
+        for (int p = 0; p < (nm + 1) / 2; p++) gen_pair_noise(c, j->seed, j->epoch, (uint32_t)(j->gm0 / 2 + p), b->noise + (size_t)p * c->pstride);
+        /* perturbed vectors per member */
+        for (int mi = 0; mi < nm; mi++) {
+            int sign = (mi & 1) ? -1 : 1;
+            for (int id = 1; id < m->ntensors; id++) {
+                if (m->t[id].kind != EGG_T_VEC) continue;
+                const int8_t *w = egg_tensor_ptr(m, id);
+                const int8_t *n1 = b->noise + (size_t)(mi / 2) * c->pstride + c->noff[id], *n2 = n1 + H;
+                int8_t *dst = b->vecs + ((size_t)mi * (4 * L + 1) + vec_slot(c, id)) * H;
+                for (int i = 0; i < H; i++) dst[i] = (int8_t)egg_vec_pert(w[i], n1[i], n2[i], sign, c->pshift);
+            }
+        }
+    }
+    for (int mi = 0; mi < nm; mi++) j->scores[mi] = 0;
+    for (int t = 0; t < j->T; t++) {
+        for (int mi = 0; mi < nm; mi++) {
+            int tok = j->rows[mi][t];
+            if (tok == 0) memset(j->state + (size_t)mi * L * H, 0, (size_t)L * H);
+            embed(c, b, j->noisy, mi, j->seed, j->epoch, (uint32_t)((j->gm0 + mi) / 2), tok, b->X + (size_t)mi * H);
+        }
+        for (int l = 0; l < L; l++) {
+            const int id0 = EGG_T_LAYER(l, 0);
+            /* gather this layer's state h into T2 ([nm][H]) */
+            for (int mi = 0; mi < nm; mi++) {
+                memcpy(b->R + (size_t)mi * H, b->X + (size_t)mi * H, (size_t)H);
+                memcpy(b->T2 + (size_t)mi * H, j->state + ((size_t)mi * L + l) * H, (size_t)H);
+                ln_row(b->X + (size_t)mi * H, vec_of(c, b, j->noisy, mi, id0 + EGG_L_LN1), b->XN + (size_t)mi * H, H);
+            }
+            mm(c, b, id0 + EGG_L_WF, nm, b->XN, b->T1, j->noisy);
+            mm(c, b, id0 + EGG_L_UF, nm, b->T2, b->F, j->noisy);
+            for (int mi = 0; mi < nm; mi++) {
+                size_t o = (size_t)mi * H;
+                add3_clip(b->T1 + o, b->F + o, vec_of(c, b, j->noisy, mi, id0 + EGG_L_BF), b->F + o, H);
+                gate(b->F + o, b->T2 + o, b->G + o, H);
+            }
+            mm(c, b, id0 + EGG_L_WH, nm, b->XN, b->T1, j->noisy);
+            mm(c, b, id0 + EGG_L_UH, nm, b->G, b->C, j->noisy);
+            for (int mi = 0; mi < nm; mi++) {
+                size_t o = (size_t)mi * H;
+                add3_clip(b->T1 + o, b->C + o, vec_of(c, b, j->noisy, mi, id0 + EGG_L_BH), b->C + o, H);
+                mix(b->F + o, b->C + o, b->T2 + o, H);        /* T2 = h' */
+                memcpy(j->state + ((size_t)mi * L + l) * H, b->T2 + o, (size_t)H);
+                add2_clip(b->T2 + o, b->R + o, b->X + o, H);  /* x = h' + r */
+                memcpy(b->R + o, b->X + o, (size_t)H);
+                ln_row(b->X + o, vec_of(c, b, j->noisy, mi, id0 + EGG_L_LN2), b->XN + o, H);
+            }
+            mm(c, b, id0 + EGG_L_UP, nm, b->XN, b->U, j->noisy);
+            mm(c, b, id0 + EGG_L_DOWN, nm, b->U, b->T1, j->noisy);
+            for (int mi = 0; mi < nm; mi++) {
+                size_t o = (size_t)mi * H;
+                add2_clip(b->T1 + o, b->R + o, b->X + o, H);
+            }
+        }
+        for (int mi = 0; mi < nm; mi++)
+            ln_row(b->X + (size_t)mi * H, vec_of(c, b, j->noisy, mi, EGG_T_LNOUT(L)), b->XN + (size_t)mi * H, H);
+        mm(c, b, EGG_T_HEAD(L), nm, b->XN, b->logits, j->noisy);
+        for (int mi = 0; mi < nm; mi++) j->scores[mi] += loglik(b->logits + (size_t)mi * V, V, j->rows[mi][t + 1]);
+    }
+}
+
+static int cpu_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, egg_err *err) {
+    (void)err;
+    cpu_impl *c = be->impl;
+    const int n = ctx->m1 - ctx->m0, T = ctx->seq, L = c->L, H = c->H;
+    /* reset flags apply to whole groups at the window start */
+    for (int mi = 0; mi < n; mi++) {
+        int g = (ctx->m0 + mi) / ctx->group - ctx->g0;
+        if (ctx->reset[g]) memset(c->state + (size_t)mi * L * H, 0, (size_t)L * H);
+    }
+    const int ntiles = (n + c->tile - 1) / c->tile;
+#pragma omp parallel num_threads(c->threads)
+    {
+        tile_buf b;
+        tile_alloc(c, &b, c->tile, 1);
+        const int32_t **rows = egg_xmalloc(sizeof(int32_t *) * (size_t)c->tile);
+#pragma omp for schedule(dynamic, 1)
+        for (int ti = 0; ti < ntiles; ti++) {
+            int a = ti * c->tile, nm = n - a < c->tile ? n - a : c->tile;
+            for (int mi = 0; mi < nm; mi++) {
+                int g = (ctx->m0 + a + mi) / ctx->group - ctx->g0;
+                rows[mi] = ctx->tokens + (size_t)g * (T + 1);
+            }
+            tile_job j = {nm, ctx->m0 + a, T, 1, ctx->seed, ctx->epoch, ctx->tokens, rows,
+                          c->state + (size_t)a * L * H, scores + a};
+            run_tile(c, &b, &j);
+        }
+        free(rows);
+        tile_free(&b);
+    }
+    return 0;
+}
+
+static int cpu_eval_clean(egg_backend *be, int n, int len, const int32_t *tokens, int32_t *scores, egg_err *err) {
+    (void)err;
+    cpu_impl *c = be->impl;
+    const int L = c->L, H = c->H;
+    const int ntiles = (n + c->tile - 1) / c->tile;
+#pragma omp parallel num_threads(c->threads)
+    {
+        tile_buf b;
+        tile_alloc(c, &b, c->tile, 0);
+        const int32_t **rows = egg_xmalloc(sizeof(int32_t *) * (size_t)c->tile);
+        int8_t *st = egg_xaligned(64, (size_t)c->tile * L * H);
+#pragma omp for schedule(dynamic, 1)
+        for (int ti = 0; ti < ntiles; ti++) {
+            int a = ti * c->tile, nm = n - a < c->tile ? n - a : c->tile;
+            for (int mi = 0; mi < nm; mi++) rows[mi] = tokens + (size_t)(a + mi) * (len + 1);
+            memset(st, 0, (size_t)c->tile * L * H);
+            tile_job j = {nm, 0, len, 0, 0, 0, tokens, rows, st, scores + a};
+            run_tile(c, &b, &j);
+        }
+        free(st);
+        free(rows);
+        tile_free(&b);
+    }
+    return 0;
+}
+
+static int cpu_sample_step(egg_backend *be, int token, int reset, int8_t *logits, egg_err *err) {
+    (void)err;
+    cpu_impl *c = be->impl;
+    if (reset) memset(c->sstate, 0, (size_t)c->L * c->H);
+    tile_buf b;
+    tile_alloc(c, &b, 1, 0);
+    int32_t row[2] = {token, 0}, score;
+    const int32_t *rows[1] = {row};
+    tile_job j = {1, 0, 1, 0, 0, 0, row, rows, c->sstate, &score};
+    run_tile(c, &b, &j);
+    memcpy(logits, b.logits, (size_t)c->V);
+    tile_free(&b);
+    return 0;
+}
+
+/* ------------------------------------------------------------- update */
+
+static int64_t isqrt64(int64_t v) {
+    int64_t r = 0;
+    while ((r + 1) * (r + 1) <= v) r++;
+    return r;
+}
+
+static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epoch, const int8_t *fit, int tau,
+                      egg_update_stats *st, egg_err *err) {
+    (void)err;
+    cpu_impl *c = be->impl;
+    const int P = c->pop / 2, r = c->r;
+    /* one entry per unit of |f|: Z = sum_e s_e * A_{k_e} B_{k_e}^T */
+    int E = 0;
+    for (int k = 0; k < P; k++) E += fit[k] < 0 ? -fit[k] : fit[k];
+    int *ek = egg_xmalloc(sizeof(int) * (size_t)(E + 1));
+    int8_t *es = egg_xmalloc((size_t)(E + 1));
+    E = 0;
+    for (int k = 0; k < P; k++)
+        for (int u = 0; u < (fit[k] < 0 ? -fit[k] : fit[k]); u++) { ek[E] = k; es[E] = (int8_t)(fit[k] > 0 ? 1 : -1); E++; }
+    const int64_t thr = (int64_t)tau * isqrt64(P) * 256;
+    int64_t changed = 0;
+    const int Kp = (E * r + 3) / 4 * 4 > 0 ? (E * r + 3) / 4 * 4 : 4;
+    for (int id = 0; id < m->ntensors; id++) {
+        const egg_tensor *t = &m->t[id];
+        int8_t *w = egg_tensor_ptr(m, id);
+        if (t->kind == EGG_T_VEC) {
+            const int n = t->rows;
+            int64_t ch = 0;
+#pragma omp parallel for num_threads(c->threads) reduction(+ : ch) schedule(static)
+            for (int i = 0; i < n; i++) {
+                int32_t z = 0;
+                for (int e = 0; e < E; e++) {
+                    uint64_t key = egg_noise_key(seed, epoch, (uint32_t)id, (uint32_t)ek[e]);
+                    z += es[e] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
+                }
+                int64_t az = z < 0 ? -(int64_t)z : z;
+                if (z != 0 && az * 16 >= thr) {
+                    int nw = egg_clip8(w[i] + egg_sign32(z));
+                    ch += nw != w[i];
+                    w[i] = (int8_t)nw;
+                }
+            }
+            changed += ch;
+            continue;
+        }
+        const int N = t->rows, K = t->cols;
+        /* Lm[o][e*r+j] = s_e * A_e[o][j];  Rm[i][e*r+j] = B_e[i][j] */
+        int8_t *Lm = egg_xaligned(64, (size_t)N * Kp), *Rm = egg_xaligned(64, (size_t)K * Kp);
+#pragma omp parallel for num_threads(c->threads) schedule(static)
+        for (int e = 0; e < E; e++) {
+            uint64_t key = egg_noise_key(seed, epoch, (uint32_t)id, (uint32_t)ek[e]);
+            for (int o = 0; o < N; o++)
+                for (int j = 0; j < r; j++) Lm[(size_t)o * Kp + e * r + j] = (int8_t)(es[e] * egg_noise(key, (uint32_t)(o * r + j)));
+            for (int i = 0; i < K; i++)
+                for (int j = 0; j < r; j++) Rm[(size_t)i * Kp + e * r + j] = (int8_t)egg_noise(key, (uint32_t)(N * r + i * r + j));
+        }
+        egg_packed pr;
+        egg_pack_init(&pr, K, Kp);
+        egg_pack_fill(&pr, Rm);
+        const int CH = 32, nch = (N + CH - 1) / CH;
+        int64_t ch = 0;
+#pragma omp parallel num_threads(c->threads) reduction(+ : ch)
+        {
+            int32_t *Z = egg_xaligned(64, sizeof(int32_t) * (CH + 3) * (size_t)pr.Np);
+#pragma omp for schedule(dynamic, 1)
+            for (int cI = 0; cI < nch; cI++) {
+                int o0 = cI * CH, rows = N - o0 < CH ? N - o0 : CH;
+                egg_gemm_s8(c->simd, rows, Lm + (size_t)o0 * Kp, Kp, &pr, Z, pr.Np);
+                for (int oo = 0; oo < rows; oo++) {
+                    int8_t *wr = w + (size_t)(o0 + oo) * K;
+                    const int32_t *zr = Z + (size_t)oo * pr.Np;
+                    for (int i = 0; i < K; i++) {
+                        int32_t z = zr[i];
+                        int64_t az = z < 0 ? -(int64_t)z : z;
+                        if (z != 0 && az * 16 >= thr) {
+                            int nw = egg_clip8(wr[i] + egg_sign32(z));
+                            ch += nw != wr[i];
+                            wr[i] = (int8_t)nw;
+                        }
+                    }
+                }
+            }
+            free(Z);
+        }
+        changed += ch;
+        egg_pack_free(&pr);
+        free(Lm);
+        free(Rm);
+        if (c->pk[id].w) egg_pack_fill(&c->pk[id], w);
+    }
+    free(ek);
+    free(es);
+    st->changed = changed;
+    return 0;
+}
+
+static int cpu_get_state(egg_backend *be, int8_t *dst, egg_err *err) {
+    (void)err;
+    cpu_impl *c = be->impl;
+    memcpy(dst, c->state, (size_t)(c->m1 - c->m0) * c->L * c->H);
+    return 0;
+}
+static int cpu_set_state(egg_backend *be, const int8_t *src, egg_err *err) {
+    (void)err;
+    cpu_impl *c = be->impl;
+    memcpy(c->state, src, (size_t)(c->m1 - c->m0) * c->L * c->H);
+    return 0;
+}
+static int cpu_set_params(egg_backend *be, const egg_model *m, egg_err *err) {
+    (void)err;
+    cpu_impl *c = be->impl;
+    for (int id = 0; id < m->ntensors; id++)
+        if (c->pk[id].w) egg_pack_fill(&c->pk[id], egg_tensor_ptr(m, id));
+    return 0;
+}
+static void cpu_destroy(egg_backend *be) {
+    cpu_impl *c = be->impl;
+    if (!c) return;
+    for (int id = 0; id < c->m->ntensors; id++) egg_pack_free(&c->pk[id]);
+    free(c->pk); free(c->noff); free(c->state); free(c->sstate);
+    free(c);
+    be->impl = NULL;
+}
+
+int egg_backend_cpu_create(egg_backend *be, const egg_config *cfg, const egg_model *m, int m0, int m1, egg_err *err) {
+    int simd;
+    if (egg_simd_resolve(cfg->simd, &simd))
+        return egg_fail(err, EGG_EINPUT, "--simd %s: this CPU does not support it (use --simd auto)", egg_simd_name(cfg->simd));
+    cpu_impl *c = egg_xcalloc(1, sizeof *c);
+    c->m = m;
+    c->V = m->V; c->H = m->H; c->L = m->L; c->r = cfg->rank;
+    c->pshift = 4 + cfg->sigma_shift;
+    c->simd = simd;
+    c->threads = cfg->threads > 0 ? cfg->threads : omp_get_num_procs();
+    c->pop = cfg->pop; c->group = cfg->group;
+    c->m0 = m0; c->m1 = m1;
+    int n = m1 - m0;
+    /* tile: whole pairs, at most 32 members, enough tiles to feed every thread */
+    int per = (n + c->threads - 1) / c->threads;
+    per = (per + 1) / 2 * 2;
+    c->tile = per < 2 ? 2 : per > 32 ? 32 : per;
+    c->pk = egg_xcalloc((size_t)m->ntensors, sizeof(egg_packed));
+    c->maxN = 16;
+    for (int id = 1; id < m->ntensors; id++) {
+        const egg_tensor *t = &m->t[id];
+        if (t->kind != EGG_T_MAT) continue;
+        egg_pack_init(&c->pk[id], t->rows, t->cols);
+        egg_pack_fill(&c->pk[id], egg_tensor_ptr(m, id));
+        if (c->pk[id].Np > c->maxN) c->maxN = c->pk[id].Np;
+    }
+    layout_noise(c);
+    c->state = egg_xaligned(64, (size_t)(n > 0 ? n : 1) * c->L * c->H);
+    c->sstate = egg_xaligned(64, (size_t)c->L * c->H);
+    be->name = "cpu";
+    snprintf(be->device_desc, sizeof be->device_desc, "cpu (%d threads, %s)", c->threads, egg_simd_name(simd));
+    be->impl = c;
+    be->eval = cpu_eval;
+    be->update = cpu_update;
+    be->eval_clean = cpu_eval_clean;
+    be->sample_step = cpu_sample_step;
+    be->get_state = cpu_get_state;
+    be->set_state = cpu_set_state;
+    be->set_params = cpu_set_params;
+    be->destroy = cpu_destroy;
+    return 0;
+}

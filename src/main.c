@@ -1,0 +1,513 @@
+/* main.c — egg_mgpu: parse, load, train, validate, checkpoint, report.
+ * Every rank runs this; rank 0 alone prints, logs and writes checkpoints. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "backend.h"
+#include "checkpoint.h"
+#include "config.h"
+#include "data.h"
+#include "dist.h"
+#include "egg_math.h"
+#include "es.h"
+#include "model.h"
+
+static volatile sig_atomic_t g_stop_signal;
+static void on_signal(int s) { g_stop_signal = s; }
+
+typedef struct run {
+    egg_config c;
+    egg_dist d;
+    egg_tokens data, vdata;
+    egg_span train, val;
+    int text;                 /* bits per byte (text) or per token */
+    egg_model m;
+    egg_backend be;
+    int have_be;
+    int p0, p1;               /* this rank's pairs */
+    int *counts;              /* pairs per rank */
+    int64_t step;             /* steps done */
+    FILE *log;
+    double t_start;
+} run;
+
+static int file_exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
+
+/* ---------------------------------------------------------------- set-up */
+
+static int setup_data(run *R, egg_err *err) {
+    egg_config *c = &R->c;
+    if (!*c->data) {
+        const char *pick = file_exists("input.txt.zst") ? "input.txt.zst" : file_exists("input.txt") ? "input.txt" : NULL;
+        if (!pick) return egg_fail(err, EGG_EINPUT, "no --data given and neither input.txt.zst nor input.txt is in %s; pass --data FILE", getcwd((char[1024]){0}, 1024) ? "the working directory" : ".");
+        snprintf(c->data, sizeof c->data, "%s", pick);
+        if (R->d.rank == 0) printf("egg: no --data given: using %s from the working directory\n", pick);
+    }
+    int rc = egg_tokens_open(&R->data, c->data, err);
+    if (rc) return rc;
+    R->text = R->data.kind != EGG_SRC_BIN;
+    uint32_t dv = R->data.vocab;
+    if (*c->val_data) {
+        rc = egg_tokens_open(&R->vdata, c->val_data, err);
+        if (rc) return rc;
+        if (R->vdata.vocab > dv) dv = R->vdata.vocab;
+    }
+    if (c->vocab == 0) c->vocab = (int)dv;
+    else if ((uint32_t)c->vocab < dv)
+        return egg_fail(err, EGG_EINPUT, "--vocab %d: smaller than the data's vocabulary %u; raise it or leave it 0", c->vocab, dv);
+    uint64_t n = R->data.n;
+    if (*c->val_data) {
+        R->train = (egg_span){&R->data, 0, n};
+        R->val = (egg_span){&R->vdata, 0, R->vdata.n};
+    } else {
+        uint64_t nv = (uint64_t)floor((double)n * c->val_frac);
+        if (nv < 2) nv = n >= 4 ? 2 : 0;
+        R->train = (egg_span){&R->data, 0, n - nv};
+        R->val = (egg_span){&R->data, n - nv, nv};
+    }
+    if (R->train.n < (uint64_t)c->seq + 1)
+        return egg_fail(err, EGG_EINPUT, "%s: training split has %llu tokens, fewer than --seq + 1 = %d; use more data or a smaller --seq",
+                        c->data, (unsigned long long)R->train.n, c->seq + 1);
+    if (R->val.n < 2)
+        return egg_fail(err, EGG_EINPUT, "%s: validation split has %llu tokens; raise --val-frac or pass --val-data",
+                        *c->val_data ? c->val_data : c->data, (unsigned long long)R->val.n);
+    return 0;
+}
+
+static int parse_weights(const char *s, int world, double *w, egg_err *err) {
+    if (!*s) return 0;
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || !(v > 0) || n >= world)
+            return egg_fail(err, EGG_EINPUT, "--shard-weights '%s': need %d positive numbers separated by commas, one per rank", s, world);
+        w[n++] = v;
+        p = end;
+        if (*p == ',') p++;
+        else if (*p) return egg_fail(err, EGG_EINPUT, "--shard-weights '%s': need comma-separated numbers", s);
+    }
+    if (n != world) return egg_fail(err, EGG_EINPUT, "--shard-weights '%s': %d values for %d ranks", s, n, world);
+    return 1;
+}
+
+static int select_backend(run *R, egg_err *err) {
+    egg_config *c = &R->c;
+    int p0 = R->p0, p1 = R->p1;
+#ifdef EGG_HAVE_CUDA
+    int ndev = egg_cuda_device_count();
+    if (c->backend == EGG_BK_CUDA && ndev <= 0)
+        return egg_fail(err, EGG_EINPUT, "--backend cuda: no CUDA GPU is visible (check nvidia-smi / CUDA_VISIBLE_DEVICES, or use --backend cpu)");
+    if (c->backend == EGG_BK_CUDA || (c->backend == EGG_BK_AUTO && ndev > 0)) {
+        int dev = c->device >= 0 ? c->device : R->d.local_rank % ndev;
+        if (dev >= ndev) return egg_fail(err, EGG_EINPUT, "--device %d: only %d GPUs visible", dev, ndev);
+        c->backend = EGG_BK_CUDA;
+        int rc = egg_backend_cuda_create(&R->be, c, &R->m, 2 * p0, 2 * p1, dev, err);
+        if (!rc) R->have_be = 1;
+        return rc;
+    }
+#endif
+    c->backend = EGG_BK_CPU;
+    int rc = egg_backend_cpu_create(&R->be, c, &R->m, 2 * p0, 2 * p1, err);
+    if (!rc) R->have_be = 1;
+    return rc;
+}
+
+/* --------------------------------------------------------------- helpers */
+
+static void fill_tokens(const egg_span *sp, uint64_t start, int len, int32_t *dst) {
+    for (int t = 0; t < len; t++) dst[t] = (int32_t)egg_span_at(sp, start + (uint64_t)t);
+}
+
+/* Validation: unperturbed model on evenly spaced windows of the val split. */
+static int validate(run *R, double *bpb, egg_err *err) {
+    const egg_config *c = &R->c;
+    uint64_t nv = R->val.n;
+    int len = (uint64_t)c->val_len < nv - 1 ? c->val_len : (int)(nv - 1);
+    int nw = (int)((nv - 1) / (uint64_t)len);
+    if (nw > c->val_windows) nw = c->val_windows;
+    if (nw < 1) nw = 1;
+    /* windows are split across ranks like pairs, then summed */
+    int w0 = (int)((int64_t)nw * R->d.rank / R->d.world), w1 = (int)((int64_t)nw * (R->d.rank + 1) / R->d.world);
+    int n = w1 - w0;
+    int32_t *tok = egg_xmalloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1) * (len + 1));
+    int32_t *sc = egg_xmalloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    for (int w = w0; w < w1; w++) {
+        uint64_t s = nw > 1 ? (nv - 1 - (uint64_t)len) * (uint64_t)w / (uint64_t)(nw - 1) : 0;
+        fill_tokens(&R->val, s, len + 1, tok + (size_t)(w - w0) * (len + 1));
+    }
+    int rc = n > 0 ? R->be.eval_clean(&R->be, n, len, tok, sc, err) : 0;
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++) sum += sc[i];
+    free(tok);
+    free(sc);
+    rc = egg_dist_agree(&R->d, rc, err);
+    if (rc) return rc;
+    sum = egg_dist_sum_i64(&R->d, sum);
+    *bpb = -(double)sum / (16.0 * (double)nw * len);
+    return 0;
+}
+
+static void sample(run *R, int64_t step) {
+    const egg_config *c = &R->c;
+    if (R->d.rank != 0 || !R->be.sample_step) return;
+    egg_err err = {0};
+    int V = R->m.V;
+    int8_t *lg = egg_xmalloc((size_t)V);
+    double *p = egg_xmalloc(sizeof(double) * (size_t)V);
+    uint8_t *seen = egg_xcalloc((size_t)V, 1);
+    uint64_t rng = egg_mix64(c->seed ^ (uint64_t)step * EGG_GOLDEN ^ 0x73616d706c65ull);
+    int tok = 0, reset = 1;
+    printf("egg: sample step=%lld: ", (long long)step);
+    size_t pl = strlen(c->prompt);
+    for (size_t i = 0; i < pl; i++) {
+        tok = (unsigned char)c->prompt[i] % V;
+        if (R->be.sample_step(&R->be, tok, reset, lg, &err)) goto out;
+        reset = 0;
+        if (R->text) putchar(tok);
+    }
+    if (!pl && R->be.sample_step(&R->be, tok, reset, lg, &err)) goto out;
+    for (int i = 0; i < c->sample_len; i++) {
+        /* p_v ~ 2^((logit_v - penalty) / (16 T)); min-p drops p < min_p * max */
+        double mx = -1e300;
+        for (int v = 0; v < V; v++) {
+            double l = lg[v] - (seen[v] ? c->presence_penalty * 16.0 : 0.0);
+            p[v] = l;
+            if (l > mx) mx = l;
+        }
+        int next = 0;
+        if (c->temperature <= 0) {
+            for (int v = 1; v < V; v++) if (p[v] > p[next]) next = v;
+        } else {
+            double tot = 0;
+            for (int v = 0; v < V; v++) {
+                p[v] = exp2((p[v] - mx) / (16.0 * c->temperature));
+                if (p[v] < c->min_p) p[v] = 0;
+                tot += p[v];
+            }
+            rng = egg_mix64(rng + EGG_GOLDEN);
+            double u = (double)(rng >> 11) / 9007199254740992.0 * tot, acc = 0;
+            next = V - 1;
+            for (int v = 0; v < V; v++) { acc += p[v]; if (acc > u && p[v] > 0) { next = v; break; } }
+        }
+        seen[next] = 1;
+        if (R->text) putchar(next >= 32 || next == '\n' || next == '\t' ? next : '?');
+        else printf("%d ", next);
+        if (R->be.sample_step(&R->be, next, 0, lg, &err)) goto out;
+    }
+out:
+    putchar('\n');
+    fflush(stdout);
+    free(lg); free(p); free(seen);
+}
+
+static int write_checkpoint(run *R, uint64_t train_n, egg_err *err) {
+    const egg_config *c = &R->c;
+    if (!*c->checkpoint_dir) return 0;
+    size_t per = (size_t)R->m.L * R->m.H;
+    size_t mine = (size_t)(R->p1 - R->p0) * 2 * per;
+    int8_t *st = egg_xmalloc(mine + 1);
+    int rc = R->be.get_state(&R->be, st, err);
+    rc = egg_dist_agree(&R->d, rc, err);
+    if (rc) { free(st); return rc; }
+    int8_t *all = NULL;
+    size_t *cnt = egg_xmalloc(sizeof(size_t) * (size_t)R->d.world);
+    for (int r = 0; r < R->d.world; r++) cnt[r] = (size_t)R->counts[r] * 2 * per;
+    if (R->d.rank == 0) all = egg_xmalloc((size_t)R->c.pop * per + 1);
+    egg_dist_gather_bytes(&R->d, st, mine, all, cnt);
+    char path[2048];
+    if (R->d.rank == 0) {
+        rc = egg_ckpt_write(c->checkpoint_dir, c, &R->m, train_n, R->step, all, (uint64_t)c->pop * per, path, sizeof path, err);
+        if (!rc) printf("egg: checkpoint %s (step %lld)\n", path, (long long)R->step);
+    }
+    free(all); free(cnt); free(st);
+    return egg_dist_agree(&R->d, rc, err);
+}
+
+static void progress(run *R, int64_t s0, double t0) {
+    const egg_config *c = &R->c;
+    int64_t done = R->step - s0, total = c->steps - s0;
+    if (total <= 0) return;
+    double el = egg_now() - t0, eta = done > 0 ? el / done * (double)(total - done) : 0;
+    int w = 30, fill = (int)(w * (double)done / total);
+    char bar[64];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    printf("\r[%s] %3.0f%% step %lld/%lld ETA %02d:%02d:%02d \r", bar, 100.0 * done / total, (long long)R->step,
+           (long long)c->steps, (int)(eta / 3600), (int)fmod(eta / 60, 60), (int)fmod(eta, 60));
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int fail(run *R, egg_err *err) {
+    if (R->d.rank == 0) fprintf(stderr, "egg: error: %s\n", err->msg);
+    int code = err->code ? err->code : 1;
+    fflush(stdout);
+    egg_dist_finalize(&R->d);
+    return code;
+}
+
+int main(int argc, char **argv) {
+    static run R;
+    egg_err err = {0};
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    egg_dist_init(&R.d, &argc, &argv);
+    egg_config *c = &R.c;
+    egg_config_defaults(c);
+    int rc = egg_config_parse(c, argc, argv, &err);
+    if (rc == -1) { egg_dist_finalize(&R.d); return 0; }
+    if (c->bench && !c->given_steps) c->steps = 5;
+    if (!rc) rc = egg_config_validate(c, &err);
+    rc = egg_dist_agree(&R.d, rc, &err);
+    if (rc) return fail(&R, &err);
+
+    /* data (every rank maps it) and the checks that need it */
+    rc = setup_data(&R, &err);
+    rc = egg_dist_agree(&R.d, rc, &err);
+    if (rc) return fail(&R, &err);
+
+    double wts[4096];
+    if (R.d.world > 4096) { egg_fail(&err, EGG_EINPUT, "more than 4096 ranks"); return fail(&R, &err); }
+    rc = parse_weights(c->shard_weights, R.d.world, wts, &err);
+    if (rc == EGG_EINPUT) return fail(&R, &err);
+    int weighted = rc == 1;
+    const int P = c->pop / 2;
+    R.counts = egg_xmalloc(sizeof(int) * (size_t)R.d.world);
+    for (int r = 0; r < R.d.world; r++) {
+        int a, b;
+        egg_shard(P, R.d.world, weighted ? wts : NULL, r, &a, &b);
+        R.counts[r] = b - a;
+        if (r == R.d.rank) { R.p0 = a; R.p1 = b; }
+    }
+
+    egg_model_layout(&R.m, c->vocab, c->hidden, c->layers);
+    egg_model_init(&R.m, c->seed);
+
+    /* resume: rank 0 reads and validates, everyone receives the bytes */
+    egg_ckpt ck = {0};
+    char ckpath[2048] = "";
+    if (*c->resume) {
+        uint8_t *buf = NULL;
+        uint64_t len = 0;
+        rc = 0;
+        if (R.d.rank == 0) {
+            rc = egg_ckpt_resolve(c->resume, c->checkpoint_dir, ckpath, sizeof ckpath, &err);
+            size_t l = 0;
+            if (!rc) rc = egg_ckpt_load_file(ckpath, &buf, &l, &err);
+            len = l;
+        }
+        rc = egg_dist_agree(&R.d, rc, &err);
+        if (rc) return fail(&R, &err);
+        egg_dist_bcast(&R.d, &len, sizeof len, 0);
+        egg_dist_bcast(&R.d, ckpath, sizeof ckpath, 0);
+        if (R.d.rank != 0) buf = egg_xmalloc(len + 1);
+        egg_dist_bcast(&R.d, buf, len, 0);
+        rc = egg_ckpt_parse(buf, len, ckpath, c, &R.m, R.train.n, &ck, &err);
+        free(buf);
+        rc = egg_dist_agree(&R.d, rc, &err);
+        if (rc) return fail(&R, &err);
+        memcpy(R.m.params, ck.params, R.m.nparams);
+        R.step = ck.step;
+    }
+
+    rc = select_backend(&R, &err);
+    rc = egg_dist_agree(&R.d, rc, &err);
+    if (rc) return fail(&R, &err);
+    if (ck.state) {
+        size_t per = (size_t)R.m.L * R.m.H;
+        rc = R.be.set_state(&R.be, ck.state + (size_t)R.p0 * 2 * per, &err);
+        rc = egg_dist_agree(&R.d, rc, &err);
+        if (rc) return fail(&R, &err);
+    }
+    egg_ckpt_free(&ck);
+
+    /* the log file is opened only now that every input is known good */
+    if (R.d.rank == 0 && *c->log) {
+        R.log = fopen(c->log, "a");
+        if (!R.log) { egg_fail(&err, EGG_EINPUT, "--log %s: cannot open for writing (%s)", c->log, strerror(errno)); }
+    }
+    rc = egg_dist_agree(&R.d, R.d.rank == 0 && *c->log && !R.log ? EGG_EINPUT : 0, &err);
+    if (rc) return fail(&R, &err);
+
+    /* banner: rank 0 prints every rank's host, backend and device */
+    {
+        char mine[256], *all = NULL;
+        snprintf(mine, sizeof mine, "%s %s", R.d.host, R.be.device_desc);
+        size_t *cnt = egg_xmalloc(sizeof(size_t) * (size_t)R.d.world);
+        for (int r = 0; r < R.d.world; r++) cnt[r] = sizeof mine;
+        if (R.d.rank == 0) all = egg_xmalloc(sizeof mine * (size_t)R.d.world);
+        egg_dist_gather_bytes(&R.d, mine, sizeof mine, all, cnt);
+        if (R.d.rank == 0) {
+            printf("egg_mgpu %s: EGG-%dx%d vocab %d, %zu params (%.2f MB), pop %d (%d pairs), seq %d, rank %d\n", EGG_VERSION,
+                   c->hidden, c->layers, c->vocab, R.m.nparams, R.m.nparams / 1e6, c->pop, P, c->seq, c->rank);
+            printf("egg: data %s: %llu train / %llu val %s%s\n", c->data, (unsigned long long)R.train.n,
+                   (unsigned long long)R.val.n, R.text ? "bytes" : "tokens", *c->val_data ? " (--val-data)" : "");
+            egg_config_print(c, stdout);
+            for (int r = 0; r < R.d.world; r++) {
+                int a, b;
+                egg_shard(P, R.d.world, weighted ? wts : NULL, r, &a, &b);
+                printf("egg: rank %d/%d on %s: pairs %d..%d\n", r, R.d.world, all + sizeof mine * (size_t)r, a, b - 1);
+            }
+            if (*ckpath) printf("egg: resumed from %s at step %lld\n", ckpath, (long long)R.step);
+        }
+        free(all);
+        free(cnt);
+    }
+
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGUSR1, on_signal);
+
+    /* ---------------------------------------------------------- training */
+    const int T = c->seq, gs = c->group;
+    const int m0 = 2 * R.p0, m1 = 2 * R.p1, nloc = m1 - m0;
+    const int g0 = nloc > 0 ? m0 / gs : 0, g1 = nloc > 0 ? (m1 - 1) / gs + 1 : 0, ng = g1 - g0;
+    int32_t *tokens = egg_xmalloc(sizeof(int32_t) * (size_t)(ng > 0 ? ng : 1) * (T + 1));
+    uint8_t *reset = egg_xmalloc((size_t)(ng > 0 ? ng : 1));
+    int32_t *scores = egg_xmalloc(sizeof(int32_t) * (size_t)(nloc > 0 ? nloc : 1));
+    int32_t *dloc = egg_xmalloc(sizeof(int32_t) * (size_t)(R.p1 - R.p0 + 1));
+    int32_t *dall = egg_xmalloc(sizeof(int32_t) * (size_t)P);
+    int8_t *floc = egg_xmalloc((size_t)(R.p1 - R.p0 + 1));
+    int8_t *fit = egg_xmalloc((size_t)P);
+    const int64_t s0 = R.step;
+    const int tty = c->progress == 1 || (c->progress == -1 && isatty(1));
+    double train_bpb = NAN, val_bpb = NAN, last_tps = 0;
+    double t_eval = 0, t_exch = 0, t_upd = 0, t_steps = 0, t_eval_max = 0;
+    R.t_start = egg_now();
+    const double macs = egg_model_macs_per_token(&R.m);
+    int stopped_by = 0;
+
+    while (R.step < c->steps) {
+        if (c->time_limit > 0 && egg_now() - R.t_start >= c->time_limit) stopped_by = -1;
+        if (egg_dist_any(&R.d, g_stop_signal != 0 || stopped_by)) {
+            if (!stopped_by) stopped_by = g_stop_signal ? g_stop_signal : -1;
+            break;
+        }
+        const int64_t step = R.step;
+        const uint32_t epoch = (uint32_t)(step / c->noise_reuse);
+        double ts = egg_now();
+        for (int g = g0; g < g1; g++) {
+            uint64_t st;
+            int rs;
+            egg_stream_window(c, R.train.n, step, g, &st, &rs);
+            fill_tokens(&R.train, st, T + 1, tokens + (size_t)(g - g0) * (T + 1));
+            reset[g - g0] = (uint8_t)rs;
+        }
+        egg_step_ctx ctx = {c->seed, epoch, m0, m1, gs, g0, T, tokens, reset};
+        rc = nloc > 0 ? R.be.eval(&R.be, &ctx, scores, &err) : 0;
+        if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
+        double te = egg_now();
+        int64_t ssum = 0;
+        for (int i = 0; i < nloc; i++) ssum += scores[i];
+        for (int k = 0; k < R.p1 - R.p0; k++) dloc[k] = scores[2 * k] - scores[2 * k + 1];
+        if (c->fitness == EGG_FIT_SIGN) {
+            egg_fitness(dloc, R.p1 - R.p0, EGG_FIT_SIGN, floc);
+            egg_dist_allgather_sign(&R.d, floc, R.p1 - R.p0, fit, R.counts);
+        } else {
+            egg_dist_allgather_i32(&R.d, dloc, R.p1 - R.p0, dall, R.counts);
+            egg_fitness(dall, P, EGG_FIT_NORM, fit);
+        }
+        ssum = egg_dist_sum_i64(&R.d, ssum);
+        double tx = egg_now();
+        int tau = egg_tau(c, step);
+        egg_update_stats us = {0};
+        rc = R.be.update(&R.be, &R.m, c->seed, epoch, fit, tau, &us, &err);
+        if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
+        if (c->test_diverge_step == step && R.d.rank == R.d.world - 1) R.m.params[0] ^= 1; /* tests only */
+        R.step++;
+        double tu = egg_now();
+        double emax = egg_dist_max_dbl(&R.d, te - ts);
+        t_eval += te - ts; t_exch += tx - te; t_upd += tu - tx; t_steps += tu - ts; t_eval_max += emax;
+        train_bpb = -(double)ssum / (16.0 * (double)c->pop * T);
+        last_tps = (double)c->pop * T / (tu - ts);
+
+        /* replica check */
+        int last = R.step == c->steps;
+        if ((c->check_every > 0 && R.step % c->check_every == 0) || last) {
+            uint64_t mn, mx;
+            int rmn, rmx;
+            egg_dist_minmax_u64(&R.d, egg_model_checksum(&R.m, R.step), &mn, &mx, &rmn, &rmx);
+            if (mn != mx) {
+                if (R.d.rank == 0)
+                    fprintf(stderr, "egg: error: replica divergence after step %lld: rank %d has checksum %016llx, rank %d has %016llx\n",
+                            (long long)R.step, rmn, (unsigned long long)mn, rmx, (unsigned long long)mx);
+                egg_dist_barrier(&R.d);
+                egg_dist_abort(&R.d, 1);
+            }
+        }
+        int did_val = 0;
+        if (!c->bench && ((c->val_every > 0 && R.step % c->val_every == 0) || last)) {
+            rc = validate(&R, &val_bpb, &err);
+            if (rc) return fail(&R, &err);
+            did_val = 1;
+        }
+        if (R.d.rank == 0) {
+            double pct = 100.0 * (double)us.changed / (double)R.m.nparams;
+            if (R.step % c->print_every == 0 || last || did_val) {
+                if (tty) printf("\r%*s\r", 79, "");
+                printf("step %6lld  train %.4f", (long long)R.step, train_bpb);
+                if (did_val) printf("  val %.4f", val_bpb);
+                printf("  %s  tok/s %.0f  changed %.3f%%  tau %d  step %.3fs (eval %.3f max %.3f, exch %.4f, upd %.3f)\n",
+                       R.text ? "bpb" : "bpt", last_tps, pct, tau, tu - ts, te - ts, emax, tx - te, tu - tx);
+            }
+            if (R.log) {
+                fprintf(R.log, "{\"step\":%lld,\"train_bpb\":%.6f", (long long)R.step, train_bpb);
+                if (did_val) fprintf(R.log, ",\"val_bpb\":%.6f", val_bpb);
+                fprintf(R.log, ",\"tok_per_s\":%.1f,\"changed_pct\":%.6f,\"tau\":%d,\"step_s\":%.6f,\"eval_s\":%.6f,"
+                               "\"eval_max_s\":%.6f,\"exchange_s\":%.6f,\"update_s\":%.6f,\"ranks\":%d}\n",
+                        last_tps, pct, tau, tu - ts, te - ts, emax, tx - te, tu - tx, R.d.world);
+                fflush(R.log);
+            }
+            if (tty) progress(&R, s0, R.t_start);
+        }
+        if (c->sample_every > 0 && R.step % c->sample_every == 0) sample(&R, R.step);
+        if (!c->bench && *c->checkpoint_dir && c->checkpoint_every > 0 && R.step % c->checkpoint_every == 0 && !last) {
+            rc = write_checkpoint(&R, R.train.n, &err);
+            if (rc) return fail(&R, &err);
+        }
+    }
+    if (tty && R.d.rank == 0) printf("\r%*s\r", 79, "");
+    if (stopped_by && R.d.rank == 0)
+        printf("egg: stopping after step %lld (%s)\n", (long long)R.step,
+               stopped_by > 0 ? (stopped_by == SIGINT ? "SIGINT" : stopped_by == SIGTERM ? "SIGTERM" : "SIGUSR1") : "--time-limit");
+    /* final validation when the loop did not just do it */
+    if (!c->bench && (R.step == s0 || stopped_by)) {
+        rc = validate(&R, &val_bpb, &err);
+        if (rc) return fail(&R, &err);
+    }
+    if (!c->bench && *c->checkpoint_dir && R.step > s0) {
+        rc = write_checkpoint(&R, R.train.n, &err);
+        if (rc) return fail(&R, &err);
+    }
+    uint64_t sum = egg_model_checksum(&R.m, R.step);
+    int64_t nsteps = R.step - s0;
+    double tps = t_steps > 0 ? (double)c->pop * T * (double)nsteps / t_steps : 0;
+    if (c->bench && R.d.rank == 0 && nsteps > 0) {
+        double tok = (double)c->pop * T * (double)nsteps;
+        printf("egg: bench EGG-%dx%d pop %d seq %d rank %d on %s x%d: %lld steps\n", c->hidden, c->layers, c->pop, c->seq,
+               c->rank, R.be.device_desc, R.d.world, (long long)nsteps);
+        printf("egg: bench pop_tok_per_s=%.0f step_s=%.4f eval_s=%.4f eval_max_s=%.4f exchange_s=%.5f update_s=%.4f "
+               "update_pct=%.1f int8_gops=%.1f\n",
+               tps, t_steps / nsteps, t_eval / nsteps, t_eval_max / nsteps, t_exch / nsteps, t_upd / nsteps,
+               100.0 * t_upd / t_steps, 2.0 * macs * tok / t_eval_max / 1e9);
+    }
+    if (R.d.rank == 0) {
+        printf("egg: done steps=%lld checksum=%016llx train_bpb=%.4f val_bpb=%.4f tok_per_s=%.0f\n", (long long)R.step,
+               (unsigned long long)sum, train_bpb, val_bpb, tps);
+        if (R.log) fclose(R.log);
+    }
+    free(tokens); free(reset); free(scores); free(dloc); free(dall); free(floc); free(fit); free(R.counts);
+    if (R.have_be) R.be.destroy(&R.be);
+    egg_model_free(&R.m);
+    egg_tokens_close(&R.data);
+    egg_tokens_close(&R.vdata);
+    egg_dist_finalize(&R.d);
+    return 0;
+}
