@@ -6,6 +6,7 @@
  * loaded is reused by every member of the tile and no thread ever waits on
  * another. A member's result does not depend on its tile, thread or SIMD path. */
 #define _GNU_SOURCE
+#include <immintrin.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,50 +27,36 @@ typedef struct cpu_impl {
     int maxN;                /* widest matrix output (padded) */
 } cpu_impl;
 
-/* Exact truncating division of |n| < 2^15 by 1 <= d <= 255 via multiply-shift:
- * M = floor(2^32/d) + 1; the error n*(M - 2^32/d)/2^32 < 2^-17 < 1/d never
- * crosses an integer (tests check every n and d). */
-static inline uint32_t div_magic(int32_t d) { return (uint32_t)((1ull << 32) / (uint64_t)d + 1); }
-static inline int32_t div_by(int32_t n, uint32_t M) {
-    uint32_t a = (uint32_t)(n < 0 ? -n : n);
-    int32_t q = (int32_t)(((uint64_t)a * M) >> 32);
-    return n < 0 ? -q : q;
+/* Exact truncating division of 0 <= a < 2^14 by 2 <= d <= 255 in 16-bit lanes:
+ * with j = ceil(log2 d) - 1 and M = floor(2^(16+j) / d) + 1 (< 2^16),
+ * floor(a / d) = ((a * M) >> 16) >> j, since the error a * (M - 2^(16+j)/d) / 2^(16+j)
+ * < 2^(-2-j) stays below 1/d. tests/test_unit.c checks every a and d. */
+typedef struct { uint16_t M; int j; } div16;
+static inline div16 div16_make(int32_t d) {
+    div16 r;
+    r.j = egg_ceil_log2((uint32_t)d) - 1;
+    r.M = (uint16_t)((1u << (16 + r.j)) / (uint32_t)d + 1);
+    return r;
 }
 
-/* EGG-LN over one vector. */
-HOT static void ln_row(const int8_t *x, const int8_t *w, int8_t *y, int H) {
+/* EGG-LN over one vector (egg_ln_div / egg_ln_apply, vectorised). */
+HOT static void ln_row(const int8_t *restrict x, const int8_t *restrict w, int8_t *restrict y, int H) {
     int32_t s = 0;
     for (int i = 0; i < H; i++) s += x[i] < 0 ? -x[i] : x[i];
     int32_t d = egg_ln_div(s, H);
     if (d == 1) {
-        for (int i = 0; i < H; i++) y[i] = (int8_t)egg_clip8(x[i] * w[i]);
+        for (int i = 0; i < H; i++) { int16_t v = (int16_t)(x[i] * w[i]); y[i] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v); }
         return;
     }
-    uint32_t M = div_magic(d);
-    for (int i = 0; i < H; i++) y[i] = (int8_t)egg_clip8(div_by(x[i] * w[i], M));
-}
-
-HOT static int32_t dot_s8(const int8_t *a, const int8_t *b, int n) {
-    int32_t s = 0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
-/* Epilogue of one member's MM row: y = clip((acc + (p >> pshift)) >> s). */
-HOT static void epi_clean(const int32_t *acc, int8_t *y, int N, int s) {
-    for (int o = 0; o < N; o++) { int32_t v = acc[o] >> s; y[o] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v); }
-}
-HOT static void epi_r1_32(const int32_t *acc, int8_t *y, int N, int s, int32_t t, const int8_t *A, int pshift) {
-    for (int o = 0; o < N; o++) {
-        int32_t v = (acc[o] + ((t * A[o]) >> pshift)) >> s;
-        y[o] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
-    }
-}
-HOT static void epi_general(const int32_t *acc, int8_t *y, int N, int s, const int32_t *t, int r, const int8_t *A, int pshift) {
-    for (int o = 0; o < N; o++) {
-        int64_t p = 0;
-        for (int j = 0; j < r; j++) p += (int64_t)t[j] * A[(size_t)j * N + o];
-        y[o] = (int8_t)egg_mm_out(acc[o], p, pshift, s);
+    div16 dv = div16_make(d);
+    const uint16_t M = dv.M;
+    const int j = dv.j;
+    for (int i = 0; i < H; i++) {
+        int16_t p = (int16_t)(x[i] * w[i]);
+        uint16_t a = (uint16_t)(p < 0 ? -p : p);
+        uint16_t q = (uint16_t)((uint16_t)(((uint32_t)a * M) >> 16) >> j);
+        int16_t v = (int16_t)(q > 127 ? 127 : q);
+        y[i] = (int8_t)(p < 0 ? -v : v);
     }
 }
 
@@ -152,38 +139,95 @@ static const int8_t *vec_of(const cpu_impl *c, const tile_buf *b, int noisy, int
     return b->vecs + ((size_t)mi * (4 * c->L + 1) + vec_slot(c, id)) * c->H;
 }
 
-/* Y[nm][N] = MM_id(X[nm][K]) with each member's perturbation (noise != NULL). */
+/* Y[nm][N] = MM_id(X[nm][K]) with each member's perturbation when noisy. */
 static void mm(const cpu_impl *c, tile_buf *b, int id, int nm, const int8_t *X, int8_t *Y, int noisy) {
     const egg_tensor *t = &c->m->t[id];
-    const int N = t->rows, K = t->cols, s = egg_mm_shift((uint32_t)K), Np = c->pk[id].Np, r = c->r;
-    egg_gemm_s8(c->simd, nm, X, K, &c->pk[id], b->acc, Np);
-    for (int mi = 0; mi < nm; mi++) {
-        const int32_t *a = b->acc + (size_t)mi * Np;
-        int8_t *y = Y + (size_t)mi * N;
-        if (!noisy) { epi_clean(a, y, N, s); continue; }
-        const int8_t *A = b->noise + (size_t)(mi / 2) * c->pstride + c->noff[id];
-        const int8_t *B = A + (size_t)r * N;
-        const int8_t *x = X + (size_t)mi * K;
-        int sign = (mi & 1) ? -1 : 1;
-        int32_t tj[16];
-        for (int j = 0; j < r; j++) tj[j] = sign * dot_s8(x, B + (size_t)j * K, K);
-        if (r == 1 && K <= 2048) epi_r1_32(a, y, N, s, tj[0], A, c->pshift);
-        else epi_general(a, y, N, s, tj, r, A, c->pshift);
+    const int N = t->rows, K = t->cols;
+    const int8_t *Arow[64], *Brow[64];
+    int8_t sign[64];
+    if (noisy)
+        for (int mi = 0; mi < nm; mi++) {
+            Arow[mi] = b->noise + (size_t)(mi / 2) * c->pstride + c->noff[id];
+            Brow[mi] = Arow[mi] + (size_t)c->r * N;
+            sign[mi] = (int8_t)((mi & 1) ? -1 : 1);
+        }
+    egg_mm_args a = {nm, X, K, &c->pk[id], egg_mm_shift((uint32_t)K), c->pshift, noisy ? c->r : 0,
+                     Brow, Arow, sign, Y, N, b->acc};
+    egg_mm_s8(c->simd, &a);
+}
+
+HOT static void add3_clip(const int8_t *restrict a, const int8_t *restrict b, const int8_t *restrict bias, int8_t *restrict y, int n) {
+    for (int i = 0; i < n; i++) { int16_t v = (int16_t)(a[i] + b[i] + bias[i]); y[i] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v); }
+}
+HOT static void add2_clip(const int8_t *restrict a, const int8_t *restrict b, int8_t *restrict y, int n) {
+    for (int i = 0; i < n; i++) { int16_t v = (int16_t)(a[i] + b[i]); y[i] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v); }
+}
+/* egg_gru_gate / egg_gru_mix, vectorised in 16-bit lanes (|products| < 2^16 fit int32 only
+ * for mix: (f+127)*(c-h) <= 254*254, so mix widens to int32). */
+HOT static void gate(const int8_t *restrict f, const int8_t *restrict h, int8_t *restrict g, int n) {
+    for (int i = 0; i < n; i++) g[i] = (int8_t)(((int16_t)(f[i] + 127) * h[i]) >> 8);
+}
+HOT static void mix(const int8_t *restrict f, const int8_t *restrict cc, const int8_t *restrict h, int8_t *restrict y, int n) {
+    for (int i = 0; i < n; i++) {
+        int32_t v = h[i] + (((f[i] + 127) * (cc[i] - h[i])) >> 8);
+        y[i] = (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
     }
 }
 
-HOT static void add3_clip(const int8_t *a, const int8_t *b, const int8_t *bias, int8_t *y, int n) {
-    for (int i = 0; i < n; i++) y[i] = (int8_t)egg_clip8(a[i] + b[i] + bias[i]);
+/* AVX-512BW versions of the element-wise ops (H % 32 == 0), 32 lanes of int16.
+ * Same integer results as the loops above; tests compare the paths. */
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+AVX512 static inline __m512i ld16(const int8_t *p) { return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p)); }
+AVX512 static inline void st16(int8_t *p, __m512i v) {
+    v = _mm512_min_epi16(_mm512_max_epi16(v, _mm512_set1_epi16(-127)), _mm512_set1_epi16(127));
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi16_epi8(v));
 }
-HOT static void add2_clip(const int8_t *a, const int8_t *b, int8_t *y, int n) {
-    for (int i = 0; i < n; i++) y[i] = (int8_t)egg_clip8(a[i] + b[i]);
+AVX512 static void ln_row_512(const int8_t *x, const int8_t *w, int8_t *y, int H) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int i = 0; i < H; i += 32)
+        acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_abs_epi8(_mm256_loadu_si256((const __m256i *)(x + i))), _mm256_setzero_si256()));
+    int64_t t[4];
+    _mm256_storeu_si256((__m256i *)t, acc);
+    int32_t d = egg_ln_div((int32_t)(t[0] + t[1] + t[2] + t[3]), H);
+    if (d == 1) {
+        for (int i = 0; i < H; i += 32) st16(y + i, _mm512_mullo_epi16(ld16(x + i), ld16(w + i)));
+        return;
+    }
+    div16 dv = div16_make(d);
+    const __m512i M = _mm512_set1_epi16((short)dv.M);
+    const __m128i j = _mm_cvtsi32_si128(dv.j);
+    for (int i = 0; i < H; i += 32) {
+        __m512i p = _mm512_mullo_epi16(ld16(x + i), ld16(w + i));
+        __m512i q = _mm512_srl_epi16(_mm512_mulhi_epu16(_mm512_abs_epi16(p), M), j);
+        __mmask32 neg = _mm512_cmplt_epi16_mask(p, _mm512_setzero_si512());
+        st16(y + i, _mm512_mask_sub_epi16(q, neg, _mm512_setzero_si512(), q));
+    }
 }
-HOT static void gate(const int8_t *f, const int8_t *h, int8_t *g, int n) {
-    for (int i = 0; i < n; i++) g[i] = (int8_t)egg_gru_gate(f[i], h[i]);
+AVX512 static void add3_512(const int8_t *a, const int8_t *b, const int8_t *c, int8_t *y, int n) {
+    for (int i = 0; i < n; i += 32) st16(y + i, _mm512_add_epi16(_mm512_add_epi16(ld16(a + i), ld16(b + i)), ld16(c + i)));
 }
-HOT static void mix(const int8_t *f, const int8_t *cc, int8_t *h, int n) {
-    for (int i = 0; i < n; i++) h[i] = (int8_t)egg_gru_mix(f[i], cc[i], h[i]);
+AVX512 static void add2_512(const int8_t *a, const int8_t *b, int8_t *y, int n) {
+    for (int i = 0; i < n; i += 32) st16(y + i, _mm512_add_epi16(ld16(a + i), ld16(b + i)));
 }
+AVX512 static void gate_512(const int8_t *f, const int8_t *h, int8_t *g, int n) {
+    const __m512i k = _mm512_set1_epi16(127);
+    for (int i = 0; i < n; i += 32)
+        st16(g + i, _mm512_srai_epi16(_mm512_mullo_epi16(_mm512_add_epi16(ld16(f + i), k), ld16(h + i)), 8));
+}
+AVX512 static void mix_512(const int8_t *f, const int8_t *cc, const int8_t *h, int8_t *y, int n) {
+    const __m512i k = _mm512_set1_epi16(127);
+    for (int i = 0; i < n; i += 32) {
+        __m512i hv = ld16(h + i), a = _mm512_add_epi16(ld16(f + i), k), b = _mm512_sub_epi16(ld16(cc + i), hv);
+        /* (a*b) >> 8 of the 32-bit product, from its high and low 16-bit halves */
+        __m512i r = _mm512_or_si512(_mm512_slli_epi16(_mm512_mulhi_epi16(a, b), 8), _mm512_srli_epi16(_mm512_mullo_epi16(a, b), 8));
+        st16(y + i, _mm512_add_epi16(hv, r));
+    }
+}
+#define LN_ROW(c, x, w, y, H) ((c)->simd == EGG_SIMD_AVX512 ? ln_row_512(x, w, y, H) : ln_row(x, w, y, H))
+#define ADD3(c, a, b, d, y, n) ((c)->simd == EGG_SIMD_AVX512 ? add3_512(a, b, d, y, n) : add3_clip(a, b, d, y, n))
+#define ADD2(c, a, b, y, n) ((c)->simd == EGG_SIMD_AVX512 ? add2_512(a, b, y, n) : add2_clip(a, b, y, n))
+#define GATE(c, f, h, g, n) ((c)->simd == EGG_SIMD_AVX512 ? gate_512(f, h, g, n) : gate(f, h, g, n))
+#define MIX(c, f, cc, h, y, n) ((c)->simd == EGG_SIMD_AVX512 ? mix_512(f, cc, h, y, n) : mix(f, cc, h, y, n))
 
 /* Log-likelihood of target under int8 logits. */
 static int32_t loglik(const int8_t *lg, int V, int target) {
@@ -248,39 +292,37 @@ static void run_tile(const cpu_impl *c, tile_buf *b, const tile_job *j) {
         }
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
-            /* gather this layer's state h into T2 ([nm][H]) */
+            /* T2 = this layer's state h; XN = LN1(x); x itself is the residual */
             for (int mi = 0; mi < nm; mi++) {
-                memcpy(b->R + (size_t)mi * H, b->X + (size_t)mi * H, (size_t)H);
                 memcpy(b->T2 + (size_t)mi * H, j->state + ((size_t)mi * L + l) * H, (size_t)H);
-                ln_row(b->X + (size_t)mi * H, vec_of(c, b, j->noisy, mi, id0 + EGG_L_LN1), b->XN + (size_t)mi * H, H);
+                LN_ROW(c, b->X + (size_t)mi * H, vec_of(c, b, j->noisy, mi, id0 + EGG_L_LN1), b->XN + (size_t)mi * H, H);
             }
             mm(c, b, id0 + EGG_L_WF, nm, b->XN, b->T1, j->noisy);
-            mm(c, b, id0 + EGG_L_UF, nm, b->T2, b->F, j->noisy);
+            mm(c, b, id0 + EGG_L_UF, nm, b->T2, b->C, j->noisy);
             for (int mi = 0; mi < nm; mi++) {
                 size_t o = (size_t)mi * H;
-                add3_clip(b->T1 + o, b->F + o, vec_of(c, b, j->noisy, mi, id0 + EGG_L_BF), b->F + o, H);
-                gate(b->F + o, b->T2 + o, b->G + o, H);
+                ADD3(c, b->T1 + o, b->C + o, vec_of(c, b, j->noisy, mi, id0 + EGG_L_BF), b->F + o, H); /* f */
+                GATE(c, b->F + o, b->T2 + o, b->G + o, H);                                                 /* g */
             }
             mm(c, b, id0 + EGG_L_WH, nm, b->XN, b->T1, j->noisy);
             mm(c, b, id0 + EGG_L_UH, nm, b->G, b->C, j->noisy);
             for (int mi = 0; mi < nm; mi++) {
                 size_t o = (size_t)mi * H;
-                add3_clip(b->T1 + o, b->C + o, vec_of(c, b, j->noisy, mi, id0 + EGG_L_BH), b->C + o, H);
-                mix(b->F + o, b->C + o, b->T2 + o, H);        /* T2 = h' */
-                memcpy(j->state + ((size_t)mi * L + l) * H, b->T2 + o, (size_t)H);
-                add2_clip(b->T2 + o, b->R + o, b->X + o, H);  /* x = h' + r */
-                memcpy(b->R + o, b->X + o, (size_t)H);
-                ln_row(b->X + o, vec_of(c, b, j->noisy, mi, id0 + EGG_L_LN2), b->XN + o, H);
+                ADD3(c, b->T1 + o, b->C + o, vec_of(c, b, j->noisy, mi, id0 + EGG_L_BH), b->G + o, H); /* c */
+                MIX(c, b->F + o, b->G + o, b->T2 + o, b->XN + o, H);                                       /* h' */
+                memcpy(j->state + ((size_t)mi * L + l) * H, b->XN + o, (size_t)H);
+                ADD2(c, b->XN + o, b->X + o, b->R + o, H);                                            /* x = h' + r */
+                LN_ROW(c, b->R + o, vec_of(c, b, j->noisy, mi, id0 + EGG_L_LN2), b->XN + o, H);
             }
             mm(c, b, id0 + EGG_L_UP, nm, b->XN, b->U, j->noisy);
-            mm(c, b, id0 + EGG_L_DOWN, nm, b->U, b->T1, j->noisy);
+            mm(c, b, id0 + EGG_L_DOWN, nm, b->U, b->C, j->noisy);
             for (int mi = 0; mi < nm; mi++) {
                 size_t o = (size_t)mi * H;
-                add2_clip(b->T1 + o, b->R + o, b->X + o, H);
+                ADD2(c, b->C + o, b->R + o, b->X + o, H);                                             /* x = mlp + r */
             }
         }
         for (int mi = 0; mi < nm; mi++)
-            ln_row(b->X + (size_t)mi * H, vec_of(c, b, j->noisy, mi, EGG_T_LNOUT(L)), b->XN + (size_t)mi * H, H);
+            LN_ROW(c, b->X + (size_t)mi * H, vec_of(c, b, j->noisy, mi, EGG_T_LNOUT(L)), b->XN + (size_t)mi * H, H);
         mm(c, b, EGG_T_HEAD(L), nm, b->XN, b->logits, j->noisy);
         for (int mi = 0; mi < nm; mi++) j->scores[mi] += loglik(b->logits + (size_t)mi * V, V, j->rows[mi][t + 1]);
     }

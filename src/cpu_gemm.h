@@ -29,6 +29,27 @@ void egg_pack_free(egg_packed *p);
  * written too: ldo >= Np). X values must be in -127..127. */
 void egg_gemm_s8(int simd, int M, const int8_t *X, int ldx, const egg_packed *W, int32_t *out, int ldo);
 
+/* One perturbed (or clean) MM over M rows, fused where the path allows:
+ *   acc[m][o] = X[m] . W[o]
+ *   t[m][j]   = sign[m] * (X[m] . B_m[j])             (r terms; none when r == 0)
+ *   p         = sum_j t[m][j] * A_m[j][o]
+ *   Y[m][o]   = clip((acc + (p >> pshift)) >> s)
+ * B_m: [r][K] and A_m: [r][N] int8 (the member's pair noise). */
+typedef struct egg_mm_args {
+    int M;
+    const int8_t *X;
+    int ldx;
+    const egg_packed *W;
+    int s, pshift, r;
+    const int8_t *const *Brow;
+    const int8_t *const *Arow;
+    const int8_t *sign;
+    int8_t *Y;
+    int ldy;
+    int32_t *scratch;    /* >= roundup(M,4) * Np int32 */
+} egg_mm_args;
+void egg_mm_s8(int simd, const egg_mm_args *a);
+
 /* dot of two int8 vectors (length n % 32 == 0 not required). */
 int32_t egg_dot_s8(const int8_t *a, const int8_t *b, int n);
 
