@@ -83,3 +83,7 @@ clean:
 	rm -rf $(BUILD) egg_mgpu
 
 .PHONY: all test test-gpu sanitize bench demo plot clean
+
+test-slurm: egg_mgpu
+	@bash tests/slurm/run.sh
+.PHONY: test-slurm

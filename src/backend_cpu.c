@@ -27,17 +27,8 @@ typedef struct cpu_impl {
     int maxN;                /* widest matrix output (padded) */
 } cpu_impl;
 
-/* Exact truncating division of 0 <= a < 2^14 by 2 <= d <= 255 in 16-bit lanes:
- * with j = ceil(log2 d) - 1 and M = floor(2^(16+j) / d) + 1 (< 2^16),
- * floor(a / d) = ((a * M) >> 16) >> j, since the error a * (M - 2^(16+j)/d) / 2^(16+j)
- * < 2^(-2-j) stays below 1/d. tests/test_unit.c checks every a and d. */
-typedef struct { uint16_t M; int j; } div16;
-static inline div16 div16_make(int32_t d) {
-    div16 r;
-    r.j = egg_ceil_log2((uint32_t)d) - 1;
-    r.M = (uint16_t)((1u << (16 + r.j)) / (uint32_t)d + 1);
-    return r;
-}
+typedef egg_div16 div16;
+#define div16_make egg_div16_make
 
 /* EGG-LN over one vector (egg_ln_div / egg_ln_apply, vectorised). */
 HOT static void ln_row(const int8_t *restrict x, const int8_t *restrict w, int8_t *restrict y, int H) {

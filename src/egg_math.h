@@ -80,6 +80,20 @@ EGG_HD int32_t egg_ln_div(int32_t sum_abs, int32_t n) {
 /* y_i = clip((x_i * w_i) / d), C division (toward zero). */
 EGG_HD int egg_ln_apply(int x, int w, int32_t d) { return egg_clip8((x * w) / d); }
 
+/* Exact truncating division of 0 <= a < 2^14 by 2 <= d <= 255 in 16-bit
+ * arithmetic (the vectorised LN uses it): with j = ceil(log2 d) - 1 and
+ * M = floor(2^(16+j) / d) + 1 (< 2^16), a / d == ((a * M) >> 16) >> j, because
+ * the error a * (M - 2^(16+j)/d) / 2^(16+j) < 2^(-2-j) stays below 1/d.
+ * tests/test_unit.c checks every a and d. */
+typedef struct { uint16_t M; int j; } egg_div16;
+EGG_HD egg_div16 egg_div16_make(int32_t d) {
+    egg_div16 r;
+    r.j = egg_ceil_log2((uint32_t)d) - 1;
+    r.M = (uint16_t)((1u << (16 + r.j)) / (uint32_t)d + 1);
+    return r;
+}
+EGG_HD uint32_t egg_div16_apply(uint32_t a, egg_div16 v) { return ((a * v.M) >> 16) >> v.j; }
+
 /* ------------------------------------------------------------- minGRU */
 
 /* g = ((f + 127) * h) >> 8 : the gated past, in -127..126. */
