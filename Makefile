@@ -37,15 +37,36 @@ BUILD   := build
 SRCS    := src/main.c src/config.c src/data.c src/model.c src/es.c src/checkpoint.c src/dist.c src/util.c \
            src/cpu_gemm.c src/backend_cpu.c
 OBJS    := $(SRCS:src/%.c=$(BUILD)/%.o)
-LIBOBJS := $(filter-out $(BUILD)/main.o,$(OBJS))
+LIBOBJS = $(filter-out $(BUILD)/main.o,$(OBJS))
 
 BACKENDS := cpu
+
+# CUDA backend (kernels/cuda): compiled whenever nvcc is found, so CI (nvcc, no
+# GPU) compiles every .cu; the binary then falls back to the CPU at run time.
+CUDA_ARCH ?= 80 90
+ifneq ($(NVCC),)
+  CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+  NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+               -Xcompiler -fPIC -Xptxas -warn-spills --expt-relaxed-constexpr -diag-suppress 20091 -Isrc -Ikernels $(MPIFLAGS)
+  OBJS += $(BUILD)/egg_cuda.o
+  CFLAGS += -DEGG_HAVE_CUDA
+  EXTRA_LIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+  BACKENDS += cuda
+endif
 
 all: egg_mgpu
 	@echo "make: built egg_mgpu (backends: $(BACKENDS)$(if $(MPIFLAGS),; MPI,; no MPI))"
 
-$(BUILD)/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)
+# rebuild everything when the compiler or flags change (e.g. nvcc appears)
+FLAGSTAMP := $(BUILD)/flags.$(shell echo '$(CC) $(CFLAGS) $(NVCC)' | cksum | cut -d' ' -f1)
+$(FLAGSTAMP): | $(BUILD)
+	@rm -f $(BUILD)/flags.* && touch $@
+
+$(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGSTAMP) | $(BUILD)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/backend.h src/config.h src/model.h src/util.h | $(BUILD)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(BUILD):
 	@mkdir -p $(BUILD)

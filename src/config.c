@@ -62,6 +62,7 @@ static const opt_def OPTS[] = {
     {"shard-weights", T_STR, O(shard_weights), 0, 0, NULL, "relative speed per rank, e.g. 2,1,1 (mixed hardware) [equal]"},
     {"exchange", T_ENUM, O(exchange), 0, 0, "auto|mpi|nccl", "fitness exchange transport [auto]"},
     {"test-diverge-step", T_I64, O(test_diverge_step), -1, 1e15, NULL, NULL /* hidden: tests only */},
+    {"dump-scores", T_STR, O(dump_scores), 0, 0, NULL, NULL /* hidden: tests only (backend comparison) */},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
 

@@ -53,6 +53,7 @@ typedef struct egg_config {
     char shard_weights[256];
     int exchange;         /* 0 auto, 1 mpi, 2 nccl */
     int64_t test_diverge_step; /* test-only: plant a divergence on the last rank */
+    char dump_scores[1024];    /* test-only: append every step's int32 member scores */
     /* bookkeeping: which keys were given explicitly */
     int given_steps;
 } egg_config;

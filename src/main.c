@@ -383,6 +383,7 @@ int main(int argc, char **argv) {
     R.t_start = egg_now();
     const double macs = egg_model_macs_per_token(&R.m);
     int stopped_by = 0;
+    int64_t timed_steps = 0;
 
     while (R.step < c->steps) {
         if (c->time_limit > 0 && egg_now() - R.t_start >= c->time_limit) stopped_by = -1;
@@ -404,6 +405,10 @@ int main(int argc, char **argv) {
         rc = nloc > 0 ? R.be.eval(&R.be, &ctx, scores, &err) : 0;
         if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
         double te = egg_now();
+        if (*c->dump_scores) {
+            FILE *df = fopen(c->dump_scores, "ab");
+            if (df) { fwrite(scores, sizeof(int32_t), (size_t)nloc, df); fclose(df); }
+        }
         int64_t ssum = 0;
         for (int i = 0; i < nloc; i++) ssum += scores[i];
         for (int k = 0; k < R.p1 - R.p0; k++) dloc[k] = scores[2 * k] - scores[2 * k + 1];
@@ -424,7 +429,11 @@ int main(int argc, char **argv) {
         R.step++;
         double tu = egg_now();
         double emax = egg_dist_max_dbl(&R.d, te - ts);
-        t_eval += te - ts; t_exch += tx - te; t_upd += tu - tx; t_steps += tu - ts; t_eval_max += emax;
+        /* --bench: the first step is a warm-up (allocation, first-touch, clocks) and is not timed */
+        if (!(c->bench && step == s0 && c->steps - s0 > 1)) {
+            t_eval += te - ts; t_exch += tx - te; t_upd += tu - tx; t_steps += tu - ts; t_eval_max += emax;
+            timed_steps++;
+        }
         train_bpb = -(double)ssum / (16.0 * (double)c->pop * T);
         last_tps = (double)c->pop * T / (tu - ts);
 
@@ -487,16 +496,19 @@ int main(int argc, char **argv) {
         if (rc) return fail(&R, &err);
     }
     uint64_t sum = egg_model_checksum(&R.m, R.step);
-    int64_t nsteps = R.step - s0;
+    int64_t nsteps = timed_steps;
     double tps = t_steps > 0 ? (double)c->pop * T * (double)nsteps / t_steps : 0;
     if (c->bench && R.d.rank == 0 && nsteps > 0) {
         double tok = (double)c->pop * T * (double)nsteps;
-        printf("egg: bench EGG-%dx%d pop %d seq %d rank %d on %s x%d: %lld steps\n", c->hidden, c->layers, c->pop, c->seq,
-               c->rank, R.be.device_desc, R.d.world, (long long)nsteps);
+        printf("egg: bench EGG-%dx%d pop %d seq %d rank %d on %s x%d: %lld timed steps (after 1 warm-up)\n", c->hidden,
+               c->layers, c->pop, c->seq, c->rank, R.be.device_desc, R.d.world, (long long)nsteps);
         printf("egg: bench pop_tok_per_s=%.0f step_s=%.4f eval_s=%.4f eval_max_s=%.4f exchange_s=%.5f update_s=%.4f "
                "update_pct=%.1f int8_gops=%.1f\n",
                tps, t_steps / nsteps, t_eval / nsteps, t_eval_max / nsteps, t_exch / nsteps, t_upd / nsteps,
                100.0 * t_upd / t_steps, 2.0 * macs * tok / t_eval_max / 1e9);
+        double fwd = tok / t_eval_max;
+        printf("egg: bench forward_tok_per_s=%.0f train_over_forward=%.1f%% int8_tops=%.3f\n", fwd, 100.0 * tps / fwd,
+               2.0 * macs * tps / 1e12);
     }
     if (R.d.rank == 0) {
         printf("egg: done steps=%lld checksum=%016llx train_bpb=%.4f val_bpb=%.4f tok_per_s=%.0f\n", (long long)R.step,

@@ -1,0 +1,790 @@
+/* egg_cuda.cu — the CUDA backend: population forward on int8 tensor cores
+ * (mma.sync m16n8k32 s8 -> s32) with the rank-r perturbation, biases, gates
+ * and residuals fused into each GEMM's epilogue, and the EGGROLL update as a
+ * tensor-core GEMM over the pair dimension with a threshold epilogue.
+ *
+ * Every integer operation is the one in src/egg_math.h, so per-member scores
+ * and updated weights equal the CPU reference bit for bit (make test-gpu).
+ *
+ * Layout on the device: activations [members][width] int8; recurrent state
+ * [layer][members][H]; per-step noise [pair][blob] in the CPU's blob layout
+ * (matrices: A [r][out] then B [r][in]; vectors n1[n] then n2[n]). */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "egg_gpu.h"
+
+extern "C" {
+#include "backend.h"
+#include "config.h"
+#include "model.h"
+#include "util.h"
+}
+#include "egg_math.h"
+
+#define CK(call)                                                                                                   \
+    do {                                                                                                           \
+        cudaError_t e_ = (call);                                                                                   \
+        if (e_ != cudaSuccess)                                                                                     \
+            return egg_fail(err, EGG_ERUNTIME, "CUDA error %s at %s:%d (%s)", cudaGetErrorString(e_), __FILE__, \
+                            __LINE__, #call);                                                                      \
+    } while (0)
+#define CKL() CK(cudaGetLastError())
+
+enum { GPU_RMAX = 4 };
+enum { MODE_PLAIN = 0, MODE_BIAS = 1, MODE_BIAS_GATE = 2, MODE_RESID = 3, MODE_UPDATE = 4 };
+
+/* ------------------------------------------------------------------ GEMM */
+
+#define BM 128
+#define BN 128
+#define BK 32
+#define LDS 48 /* padded smem row: 32 data bytes + 16, conflict-free fragment loads */
+#define STAGES 4
+#define NTHREADS 256
+
+struct MMArgs {
+    const int8_t *X; int ldx;  /* [M][K] */
+    const int8_t *W; int ldw;  /* [N][K] */
+    int M, N, K;
+    int s, pshift, r;          /* r = 0: unperturbed */
+    const int8_t *noise; size_t pstride; size_t aoff; /* A at noise + p*pstride + aoff, B at + r*N */
+    const int8_t *other;       /* [M][N]: added (BIAS) or residual (RESID) */
+    const int8_t *bias; size_t voff; /* bias [N]; its n1 at noise + p*pstride + voff, n2 after */
+    const int8_t *h; int8_t *gout;   /* BIAS_GATE: g = gate(y, h) */
+    int8_t *Y; int ldy;
+    /* update */
+    int8_t *Wupd; long long thr; unsigned long long *changed;
+};
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool pred) {
+    unsigned saddr = (unsigned)__cvta_generic_to_shared(smem);
+    int sz = pred ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(sz));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void mma_s8(int (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* One CTA: BM rows of X (members, or update rows) x BN rows of W (outputs).
+ * 8 warps as 2 (M) x 4 (N); warp tile 64 x 32 = 4 x 4 mma tiles of 16 x 8. */
+template <int MODE>
+__global__ void __launch_bounds__(NTHREADS) mm_kernel(MMArgs a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    int8_t *Xs = (int8_t *)smem;                 /* [STAGES][BM][LDS] */
+    int8_t *Ws = Xs + STAGES * BM * LDS;         /* [STAGES][BN][LDS] */
+    int8_t *Bs = Ws + STAGES * BN * LDS;         /* [STAGES][BM/2][r][BK] noise B rows */
+    /* t values live after whichever is larger: the pipeline or the epilogue tile */
+    const int pipe = STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * GPU_RMAX * BK, ctile = BM * (BN + 4) * 4;
+    int *ts = (int *)(smem + (pipe > ctile ? pipe : ctile)); /* [BM][RMAX] */
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int r = (MODE == MODE_UPDATE) ? 0 : a.r;
+    const int KT = a.K / BK;
+
+    auto load_stage = [&](int st, int kt) {
+        const int k0 = kt * BK;
+        {   /* X: 128 rows x 32 bytes = 256 chunks */
+            int row = tid >> 1, c = tid & 1;
+            int gm = m0 + row;
+            bool ok = gm < a.M;
+            cp_async16(Xs + (st * BM + row) * LDS + c * 16, a.X + (size_t)(ok ? gm : 0) * a.ldx + k0 + c * 16, ok);
+            int gn = n0 + row;
+            ok = gn < a.N;
+            cp_async16(Ws + (st * BN + row) * LDS + c * 16, a.W + (size_t)(ok ? gn : 0) * a.ldw + k0 + c * 16, ok);
+        }
+        if (MODE != MODE_UPDATE && r > 0) {
+            /* B rows of this CTA's 64 pairs: 64 * r * 2 chunks */
+            for (int q = tid; q < (BM / 2) * r * 2; q += NTHREADS) {
+                const int rr = r > 0 ? r : 1;
+                int p = q / (rr * 2), j = (q >> 1) % rr, c = q & 1;
+                int gp = (m0 >> 1) + p;
+                bool ok = 2 * gp < a.M;
+                const int8_t *src = a.noise + (size_t)(ok ? gp : 0) * a.pstride + a.aoff + (size_t)r * a.N +
+                                    (size_t)j * a.K + k0 + c * 16;
+                cp_async16(Bs + ((st * (BM / 2) + p) * GPU_RMAX + j) * BK + c * 16, src, ok);
+            }
+        }
+    };
+
+    int acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) acc[i][j][c] = 0;
+    int tpart[GPU_RMAX] = {0, 0, 0, 0};
+
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; st++) {
+        if (st < KT) load_stage(st, st);
+        cp_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        cp_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            int nk = kt + STAGES - 1;
+            if (nk < KT) load_stage(nk % STAGES, nk);
+            cp_commit();
+        }
+        const int st = kt % STAGES;
+        const int8_t *xs = Xs + st * BM * LDS, *ws = Ws + st * BN * LDS;
+        unsigned af[4][4], bf[4][2];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int8_t *p = xs + (wm * 64 + i * 16 + gid) * LDS + tig * 4;
+            af[i][0] = *(const unsigned *)(p);
+            af[i][1] = *(const unsigned *)(p + 8 * LDS);
+            af[i][2] = *(const unsigned *)(p + 16);
+            af[i][3] = *(const unsigned *)(p + 8 * LDS + 16);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int8_t *p = ws + (wn * 32 + j * 8 + gid) * LDS + tig * 4;
+            bf[j][0] = *(const unsigned *)(p);
+            bf[j][1] = *(const unsigned *)(p + 16);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) mma_s8(acc[i][j], af[i], bf[j]);
+        if (MODE != MODE_UPDATE && r > 0) {
+            /* t partials: thread -> member tid/2, half (tid&1) of the 8 words */
+            const int mi = tid >> 1, half = tid & 1;
+            const int *xw = (const int *)(xs + mi * LDS) + half * 4;
+            const int8_t *bb = Bs + ((st * (BM / 2) + (mi >> 1)) * GPU_RMAX) * BK;
+#pragma unroll
+            for (int j = 0; j < GPU_RMAX; j++)
+                if (j < r) {
+                    const int *bw = (const int *)(bb + j * BK) + half * 4;
+#pragma unroll
+                    for (int w = 0; w < 4; w++) tpart[j] = __dp4a(xw[w], bw[w], tpart[j]);
+                }
+        }
+    }
+    cp_wait<0>();
+    if (MODE != MODE_UPDATE && r > 0) {
+        const int mi = tid >> 1;
+#pragma unroll
+        for (int j = 0; j < GPU_RMAX; j++) {
+            int t = tpart[j] + __shfl_xor_sync(0xffffffffu, tpart[j], 1);
+            if ((tid & 1) == 0 && j < r) ts[mi * GPU_RMAX + j] = (mi & 1) ? -t : t;
+        }
+    }
+    __syncthreads();
+
+    /* epilogue: stage the int32 tile through shared memory (reusing the
+     * pipeline buffers), then walk it with consecutive threads on consecutive
+     * outputs so every global read and write is coalesced. */
+    int *Cs = (int *)smem; /* [BM][BN + 4] */
+    const int LDC = BN + 4;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                Cs[(wm * 64 + i * 16 + gid + (c >= 2 ? 8 : 0)) * LDC + wn * 32 + j * 8 + tig * 2 + (c & 1)] = acc[i][j][c];
+    __syncthreads();
+    unsigned long long changed = 0;
+    const bool small = r * a.K <= 2048;
+    for (int idx = tid; idx < BM * BN; idx += NTHREADS) {
+        const int ml = idx / BN, ol = idx % BN;
+        const int m = m0 + ml, o = n0 + ol;
+        if (m >= a.M || o >= a.N) continue;
+        const int32_t v = Cs[ml * LDC + ol];
+        if (MODE == MODE_UPDATE) {
+            long long az = v < 0 ? -(long long)v : v;
+            if (v != 0 && az * 16 >= a.thr) {
+                int8_t *w = a.Wupd + (size_t)m * a.N + o;
+                int nw = egg_clip8(*w + (v > 0 ? 1 : -1));
+                changed += nw != *w;
+                *w = (int8_t)nw;
+            }
+            continue;
+        }
+        int y;
+        const int p = m >> 1;
+        if (r == 0) {
+            y = egg_mm_out(v, 0, a.pshift, a.s);
+        } else {
+            const int8_t *A = a.noise + (size_t)p * a.pstride + a.aoff;
+            const int *t = ts + ml * GPU_RMAX;
+            if (small) {
+                int32_t pp = 0;
+                for (int q = 0; q < r; q++) pp += t[q] * A[(size_t)q * a.N + o];
+                int32_t u = (v + (pp >> a.pshift)) >> a.s;
+                y = u < -127 ? -127 : (u > 127 ? 127 : u);
+            } else {
+                int64_t pp = 0;
+                for (int q = 0; q < r; q++) pp += (int64_t)t[q] * A[(size_t)q * a.N + o];
+                y = egg_mm_out(v, pp, a.pshift, a.s);
+            }
+        }
+        const size_t yi = (size_t)m * a.ldy + o;
+        if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE) {
+            int b = a.bias[o];
+            if (r > 0) {
+                const int8_t *n1 = a.noise + (size_t)p * a.pstride + a.voff;
+                b = egg_vec_pert(b, n1[o], n1[a.N + o], (m & 1) ? -1 : 1, a.pshift);
+            }
+            y = egg_clip8(y + a.other[yi] + b);
+            if (MODE == MODE_BIAS_GATE) a.gout[yi] = (int8_t)egg_gru_gate(y, a.h[yi]);
+        } else if (MODE == MODE_RESID) {
+            y = egg_clip8(y + a.other[yi]);
+        }
+        a.Y[yi] = (int8_t)y;
+    }
+    if (MODE == MODE_UPDATE) {
+        for (int off = 16; off; off >>= 1) changed += __shfl_xor_sync(0xffffffffu, changed, off);
+        if (lane == 0 && changed) atomicAdd(a.changed, changed);
+    }
+}
+
+static size_t mm_smem_bytes() {
+    /* pipeline buffers (reused by the int32 epilogue tile, which must fit) + t values */
+    size_t pipe = (size_t)STAGES * (BM + BN) * LDS + (size_t)STAGES * (BM / 2) * GPU_RMAX * BK;
+    size_t ctile = (size_t)BM * (BN + 4) * 4;
+    return (pipe > ctile ? pipe : ctile) + (size_t)BM * GPU_RMAX * 4;
+}
+
+/* --------------------------------------------------------- row kernels */
+
+/* warp per member row */
+__device__ __forceinline__ int warp_sum(int v) {
+    for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* Perturbed vector element for member m (noise may be NULL: clean). */
+__device__ __forceinline__ int vec_w(const int8_t *w, const int8_t *noise, size_t pstride, size_t voff, int n, int m, int i,
+                                     int pshift) {
+    if (!noise) return w[i];
+    const int8_t *n1 = noise + (size_t)(m >> 1) * pstride + voff;
+    return egg_vec_pert(w[i], n1[i], n1[n + i], (m & 1) ? -1 : 1, pshift);
+}
+
+__device__ void ln_row(const int8_t *x, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff, int H, int m,
+                       int pshift, int8_t *y, int lane) {
+    int s = 0;
+    for (int i = lane; i < H; i += 32) { int v = x[i]; s += v < 0 ? -v : v; }
+    s = warp_sum(s);
+    int32_t d = egg_ln_div(s, H);
+    for (int i = lane; i < H; i += 32) y[i] = (int8_t)egg_ln_apply(x[i], vec_w(w, noise, pstride, voff, H, m, i, pshift), d);
+}
+
+__global__ void ln_kernel(int n, int H, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff,
+                          int pshift, int8_t *Y) {
+    int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= n) return;
+    ln_row(X + (size_t)m * H, w, noise, pstride, voff, H, m, pshift, Y + (size_t)m * H, lane);
+}
+
+/* h' = mix(f, c, h); state = h'; R = clip(h' + X); XN = LN2(R) */
+__global__ void mix_ln_kernel(int n, int H, const int8_t *F, const int8_t *C, int8_t *Hs, const int8_t *X, int8_t *R,
+                              const int8_t *w, const int8_t *noise, size_t pstride, size_t voff, int pshift, int8_t *XN) {
+    int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= n) return;
+    size_t o = (size_t)m * H;
+    for (int i = lane; i < H; i += 32) {
+        int hp = egg_gru_mix(F[o + i], C[o + i], Hs[o + i]);
+        Hs[o + i] = (int8_t)hp;
+        R[o + i] = (int8_t)egg_clip8(hp + X[o + i]);
+    }
+    __syncwarp();
+    ln_row(R + o, w, noise, pstride, voff, H, m, pshift, XN + o, lane);
+}
+
+/* x = perturbed embedding row of the member's input token; token 0 resets state */
+__global__ void embed_kernel(int n, int H, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t, int group,
+                             int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
+                             uint64_t seed, uint32_t epoch, int8_t *X, int8_t *Hs) {
+    int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= n) return;
+    int g = (m0 + m) / group - gbase;
+    int tok = tokens[(size_t)g * rowlen + t];
+    if (tok == 0)
+        for (int l = 0; l < L; l++)
+            for (int i = lane; i < H; i += 32) Hs[((size_t)l * n + m) * H + i] = 0;
+    const int8_t *e = E + (size_t)tok * H;
+    int8_t *x = X + (size_t)m * H;
+    if (!noise) {
+        for (int i = lane; i < H; i += 32) x[i] = e[i];
+        return;
+    }
+    uint32_t pair = (uint32_t)((m0 + m) >> 1);
+    uint64_t key = egg_noise_key(seed, epoch, EGG_T_EMB, pair);
+    int sign = (m & 1) ? -1 : 1, av[GPU_RMAX];
+    for (int j = 0; j < r; j++) av[j] = sign * egg_noise(key, (uint32_t)(tok * r + j));
+    const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff;
+    for (int i = lane; i < H; i += 32) {
+        int32_t p = 0;
+        for (int j = 0; j < r; j++) p += av[j] * B[(size_t)j * H + i];
+        x[i] = (int8_t)egg_clip8(e[i] + (p >> pshift));
+    }
+}
+
+__global__ void loss_kernel(int n, int V, const int8_t *logits, const int32_t *tokens, int rowlen, int t, int group,
+                            int gbase, int m0, int32_t *scores) {
+    __shared__ uint32_t exp2s[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
+    __syncthreads();
+    int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= n) return;
+    const int8_t *lg = logits + (size_t)m * V;
+    unsigned long long S = 0;
+    for (int v = lane; v < V; v += 32) S += exp2s[lg[v] + 128];
+    for (int off = 16; off; off >>= 1) S += __shfl_xor_sync(0xffffffffu, S, off);
+    if (lane == 0) {
+        int g = (m0 + m) / group - gbase;
+        int target = tokens[(size_t)g * rowlen + t + 1];
+        scores[m] += egg_loglik(lg[target], S);
+    }
+}
+
+__global__ void reset_kernel(int n, int H, int L, const uint8_t *reset, int group, int gbase, int m0, int8_t *Hs) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x, tot = (size_t)L * n * H;
+    if (i >= tot) return;
+    int m = (int)((i / H) % n);
+    if (reset[(m0 + m) / group - gbase]) Hs[i] = 0;
+}
+
+/* noise blob of tensor `id` for local pairs [0, np): global pair p0 + p */
+__global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch, uint32_t id, int kind, int N, int K, int r,
+                             int is_emb, size_t off, size_t pstride, int8_t *noise) {
+    int p = blockIdx.y;
+    size_t len = kind == EGG_T_VEC ? 2 * (size_t)N : (is_emb ? (size_t)r * K : (size_t)r * (N + K));
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (p >= np || i >= len) return;
+    uint64_t key = egg_noise_key(seed, epoch, id, p0 + (uint32_t)p);
+    uint32_t idx;
+    if (kind == EGG_T_VEC) idx = (uint32_t)i;
+    else if (!is_emb && i < (size_t)r * N) { /* A[j][o] = noise(o*r + j) */
+        int j = (int)(i / N), o = (int)(i % N);
+        idx = (uint32_t)(o * r + j);
+    } else { /* B[j][k] = noise(N*r + k*r + j) */
+        size_t b = is_emb ? i : i - (size_t)r * N;
+        int j = (int)(b / K), k = (int)(b % K);
+        idx = (uint32_t)(N * r + k * r + j);
+    }
+    noise[(size_t)p * pstride + off + i] = (int8_t)egg_noise(key, idx);
+}
+
+/* update operands: Lm[o][e*r+j] = s_e * A_e[o][j], Rm[i][e*r+j] = B_e[i][j]; zero padding to Kp */
+__global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t seed, uint32_t epoch, uint32_t id,
+                                    const int *ek, const int8_t *es, int8_t *Lm, int8_t *Rm) {
+    int row = blockIdx.y;   /* 0..N+K-1 */
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (col >= Kp) return;
+    int e = col / r, j = col % r;
+    int8_t v = 0;
+    if (e < E) {
+        uint64_t key = egg_noise_key(seed, epoch, id, (uint32_t)ek[e]);
+        if (row < N) v = (int8_t)(es[e] * egg_noise(key, (uint32_t)(row * r + j)));
+        else v = (int8_t)egg_noise(key, (uint32_t)(N * r + (row - N) * r + j));
+    }
+    if (row < N) Lm[(size_t)row * Kp + col] = v;
+    else Rm[(size_t)(row - N) * Kp + col] = v;
+}
+
+__global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint32_t id, const int *ek, const int8_t *es,
+                               long long thr, int8_t *w, unsigned long long *changed) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int32_t z = 0;
+    for (int e = 0; e < E; e++) {
+        uint64_t key = egg_noise_key(seed, epoch, id, (uint32_t)ek[e]);
+        z += es[e] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
+    }
+    long long az = z < 0 ? -(long long)z : z;
+    if (z != 0 && az * 16 >= thr) {
+        int nw = egg_clip8(w[i] + (z > 0 ? 1 : -1));
+        if (nw != w[i]) atomicAdd(changed, 1ull);
+        w[i] = (int8_t)nw;
+    }
+}
+
+/* ------------------------------------------------------------ host side */
+
+struct Ctx { /* activations of n members */
+    int n;
+    int8_t *X, *XN, *T1, *C, *F, *G, *R, *U, *logits, *Hs;
+    int32_t *scores, *tokens;
+    uint8_t *reset;
+    int tok_cap;
+};
+
+struct CudaImpl {
+    const egg_model *m;
+    int V, H, L, r, pshift, pop, group, m0, m1, dev;
+    int8_t *params;           /* device copy of every parameter */
+    int8_t *noise;            /* [local pairs][pstride] */
+    std::vector<size_t> noff; /* per tensor */
+    size_t pstride;
+    Ctx train, val, samp;
+    int8_t *Lm, *Rm;
+    size_t upd_cap;
+    int *ek; int8_t *es; int ecap;
+    unsigned long long *changed;
+    int smem;
+    cudaStream_t st;
+    uint64_t seed; uint32_t noise_epoch; int noise_valid;
+};
+
+static int ctx_alloc(Ctx *c, int n, int H, int L, int V, int ngroups, int rowlen, egg_err *err) {
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    size_t h = (size_t)n * H;
+    CK(cudaMalloc(&c->X, h)); CK(cudaMalloc(&c->XN, h)); CK(cudaMalloc(&c->T1, h)); CK(cudaMalloc(&c->C, h));
+    CK(cudaMalloc(&c->F, h)); CK(cudaMalloc(&c->G, h)); CK(cudaMalloc(&c->R, h)); CK(cudaMalloc(&c->U, 4 * h));
+    CK(cudaMalloc(&c->logits, (size_t)n * V)); CK(cudaMalloc(&c->Hs, (size_t)L * h));
+    CK(cudaMemset(c->Hs, 0, (size_t)L * h));
+    CK(cudaMalloc(&c->scores, sizeof(int32_t) * (size_t)n));
+    c->tok_cap = ngroups * rowlen;
+    CK(cudaMalloc(&c->tokens, sizeof(int32_t) * (size_t)c->tok_cap));
+    CK(cudaMalloc(&c->reset, (size_t)ngroups + 1));
+    return 0;
+}
+static void ctx_free(Ctx *c) {
+    cudaFree(c->X); cudaFree(c->XN); cudaFree(c->T1); cudaFree(c->C); cudaFree(c->F); cudaFree(c->G); cudaFree(c->R);
+    cudaFree(c->U); cudaFree(c->logits); cudaFree(c->Hs); cudaFree(c->scores); cudaFree(c->tokens); cudaFree(c->reset);
+    memset(c, 0, sizeof *c);
+}
+
+static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
+    dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN);
+    switch (mode) {
+    case MODE_PLAIN: mm_kernel<MODE_PLAIN><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
+    case MODE_BIAS: mm_kernel<MODE_BIAS><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
+    case MODE_BIAS_GATE: mm_kernel<MODE_BIAS_GATE><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
+    case MODE_RESID: mm_kernel<MODE_RESID><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
+    default: mm_kernel<MODE_UPDATE><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
+    }
+    CKL();
+    return 0;
+}
+
+static const int8_t *tp(const CudaImpl *c, int id) { return c->params + c->m->t[id].off; }
+
+/* One MM of the forward: Y = epilogue(X . W_id^T). */
+static int mm(CudaImpl *c, Ctx *x, int id, int noisy, const int8_t *X, int8_t *Y, int mode, const int8_t *other,
+              int bias_id, const int8_t *h, int8_t *gout, egg_err *err) {
+    const egg_tensor *t = &c->m->t[id];
+    MMArgs a;
+    memset(&a, 0, sizeof a);
+    a.X = X; a.ldx = t->cols; a.W = tp(c, id); a.ldw = t->cols;
+    a.M = x->n; a.N = t->rows; a.K = t->cols;
+    a.s = egg_mm_shift((uint32_t)t->cols); a.pshift = c->pshift; a.r = noisy ? c->r : 0;
+    a.noise = noisy ? c->noise : NULL; a.pstride = c->pstride; a.aoff = c->noff[id];
+    a.other = other;
+    if (bias_id >= 0) { a.bias = tp(c, bias_id); a.voff = c->noff[bias_id]; }
+    a.h = h; a.gout = gout; a.Y = Y; a.ldy = t->rows;
+    return launch_mm(c, mode, a, err);
+}
+
+static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, uint64_t seed, uint32_t epoch,
+                   egg_err *err) {
+    const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
+    const int wpb = 8, rb = (n + wpb - 1) / wpb;
+    const int8_t *nz = noisy ? c->noise : NULL;
+    CK(cudaMemsetAsync(x->scores, 0, sizeof(int32_t) * (size_t)n, c->st));
+    for (int t = 0; t < T; t++) {
+        embed_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, L, c->r, c->pshift, x->tokens, rowlen, t, group, gbase, m0, tp(c, EGG_T_EMB),
+                                                 nz, c->pstride, c->noff[EGG_T_EMB], seed, epoch, x->X, x->Hs);
+        CKL();
+        for (int l = 0; l < L; l++) {
+            const int id0 = EGG_T_LAYER(l, 0);
+            int8_t *Hl = x->Hs + (size_t)l * n * H;
+            ln_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, x->X, tp(c, id0 + EGG_L_LN1), nz, c->pstride, c->noff[id0 + EGG_L_LN1],
+                                                  c->pshift, x->XN);
+            CKL();
+            int rc;
+            if ((rc = mm(c, x, id0 + EGG_L_WF, noisy, x->XN, x->T1, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+            if ((rc = mm(c, x, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->T1, id0 + EGG_L_BF, Hl, x->G, err))) return rc;
+            if ((rc = mm(c, x, id0 + EGG_L_WH, noisy, x->XN, x->T1, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+            if ((rc = mm(c, x, id0 + EGG_L_UH, noisy, x->G, x->C, MODE_BIAS, x->T1, id0 + EGG_L_BH, NULL, NULL, err))) return rc;
+            mix_ln_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, x->F, x->C, Hl, x->X, x->R, tp(c, id0 + EGG_L_LN2), nz, c->pstride,
+                                                      c->noff[id0 + EGG_L_LN2], c->pshift, x->XN);
+            CKL();
+            if ((rc = mm(c, x, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+            if ((rc = mm(c, x, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, err))) return rc;
+        }
+        ln_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, x->X, tp(c, EGG_T_LNOUT(L)), nz, c->pstride, c->noff[EGG_T_LNOUT(L)],
+                                              c->pshift, x->XN);
+        CKL();
+        int rc;
+        if ((rc = mm(c, x, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+        loss_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, V, x->logits, x->tokens, rowlen, t, group, gbase, m0, x->scores);
+        CKL();
+    }
+    return 0;
+}
+
+static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
+    if (c->noise_valid && c->seed == seed && c->noise_epoch == epoch) return 0;
+    const egg_model *m = c->m;
+    int np = (c->m1 - c->m0) / 2;
+    if (np <= 0) return 0;
+    for (int id = 0; id < m->ntensors; id++) {
+        const egg_tensor *t = &m->t[id];
+        int is_emb = id == EGG_T_EMB;
+        size_t len = t->kind == EGG_T_VEC ? 2 * (size_t)t->rows : (is_emb ? (size_t)c->r * t->cols : (size_t)c->r * (t->rows + t->cols));
+        dim3 grid((unsigned)((len + 255) / 256), (unsigned)np);
+        noise_kernel<<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, (uint32_t)id, t->kind, t->rows, t->cols,
+                                              c->r, is_emb, c->noff[id], c->pstride, c->noise);
+        CKL();
+    }
+    c->seed = seed; c->noise_epoch = epoch; c->noise_valid = 1;
+    return 0;
+}
+
+static int upload_tokens(CudaImpl *c, Ctx *x, const int32_t *tokens, size_t ntok, const uint8_t *reset, int ng, egg_err *err) {
+    if ((int)ntok > x->tok_cap) {
+        cudaFree(x->tokens);
+        x->tok_cap = (int)ntok;
+        CK(cudaMalloc(&x->tokens, sizeof(int32_t) * ntok));
+    }
+    CK(cudaMemcpyAsync(x->tokens, tokens, sizeof(int32_t) * ntok, cudaMemcpyHostToDevice, c->st));
+    if (reset) CK(cudaMemcpyAsync(x->reset, reset, (size_t)ng, cudaMemcpyHostToDevice, c->st));
+    return 0;
+}
+
+static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    Ctx *x = &c->train;
+    const int n = ctx->m1 - ctx->m0;
+    const int ng = (ctx->m1 - 1) / ctx->group + 1 - ctx->g0;
+    int rc;
+    if ((rc = upload_tokens(c, x, ctx->tokens, (size_t)ng * (ctx->seq + 1), ctx->reset, ng, err))) return rc;
+    size_t tot = (size_t)c->L * n * c->H;
+    reset_kernel<<<(unsigned)((tot + 255) / 256), 256, 0, c->st>>>(n, c->H, c->L, x->reset, ctx->group, ctx->g0, ctx->m0, x->Hs);
+    CKL();
+    if ((rc = gen_noise(c, ctx->seed, ctx->epoch, err))) return rc;
+    if ((rc = forward(c, x, 1, ctx->seq, ctx->group, ctx->g0, ctx->m0, ctx->seed, ctx->epoch, err))) return rc;
+    CK(cudaMemcpyAsync(scores, x->scores, sizeof(int32_t) * (size_t)n, cudaMemcpyDeviceToHost, c->st));
+    CK(cudaStreamSynchronize(c->st));
+    return 0;
+}
+
+static int64_t isqrt64(int64_t v) {
+    int64_t r = 0;
+    while ((r + 1) * (r + 1) <= v) r++;
+    return r;
+}
+
+static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epoch, const int8_t *fit, int tau,
+                       egg_update_stats *stt, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    const int P = c->pop / 2, r = c->r;
+    std::vector<int> ek;
+    std::vector<int8_t> es;
+    for (int k = 0; k < P; k++) {
+        int a = fit[k] < 0 ? -fit[k] : fit[k];
+        for (int u = 0; u < a; u++) { ek.push_back(k); es.push_back((int8_t)(fit[k] > 0 ? 1 : -1)); }
+    }
+    const int E = (int)ek.size();
+    if (E > c->ecap) {
+        cudaFree(c->ek); cudaFree(c->es);
+        c->ecap = E;
+        CK(cudaMalloc(&c->ek, sizeof(int) * (size_t)E)); CK(cudaMalloc(&c->es, (size_t)E));
+    }
+    if (E) {
+        CK(cudaMemcpyAsync(c->ek, ek.data(), sizeof(int) * (size_t)E, cudaMemcpyHostToDevice, c->st));
+        CK(cudaMemcpyAsync(c->es, es.data(), (size_t)E, cudaMemcpyHostToDevice, c->st));
+    }
+    const long long thr = (long long)tau * isqrt64(P) * 256;
+    CK(cudaMemsetAsync(c->changed, 0, sizeof(unsigned long long), c->st));
+    const int Kp = ((E * r + 31) / 32) * 32 > 0 ? ((E * r + 31) / 32) * 32 : 32;
+    for (int id = 0; id < m->ntensors; id++) {
+        const egg_tensor *t = &m->t[id];
+        int8_t *w = c->params + t->off;
+        if (t->kind == EGG_T_VEC) {
+            upd_vec_kernel<<<(t->rows + 127) / 128, 128, 0, c->st>>>(E, t->rows, seed, epoch, (uint32_t)id, c->ek, c->es, thr, w,
+                                                                    c->changed);
+            CKL();
+            continue;
+        }
+        if (!E) continue;
+        const int N = t->rows, K = t->cols;
+        size_t need = (size_t)(N + K) * Kp;
+        if (need > c->upd_cap) {
+            cudaFree(c->Lm);
+            c->upd_cap = need;
+            CK(cudaMalloc(&c->Lm, need));
+        }
+        c->Rm = c->Lm + (size_t)N * Kp;
+        dim3 g((unsigned)((Kp + 255) / 256), (unsigned)(N + K));
+        upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, r, seed, epoch, (uint32_t)id, c->ek, c->es, c->Lm, c->Rm);
+        CKL();
+        MMArgs a;
+        memset(&a, 0, sizeof a);
+        a.X = c->Lm; a.ldx = Kp; a.W = c->Rm; a.ldw = Kp; a.M = N; a.N = K; a.K = Kp;
+        a.Wupd = w; a.thr = thr; a.changed = c->changed;
+        int rc = launch_mm(c, MODE_UPDATE, a, err);
+        if (rc) return rc;
+    }
+    unsigned long long ch = 0;
+    CK(cudaMemcpyAsync(&ch, c->changed, sizeof ch, cudaMemcpyDeviceToHost, c->st));
+    CK(cudaMemcpyAsync(m->params, c->params, m->nparams, cudaMemcpyDeviceToHost, c->st));
+    CK(cudaStreamSynchronize(c->st));
+    stt->changed = (int64_t)ch;
+    return 0;
+}
+
+static int ensure_ctx(CudaImpl *c, Ctx *x, int n, int rowlen, egg_err *err) {
+    if (x->n >= n && x->X) return 0;
+    if (x->X) ctx_free(x);
+    return ctx_alloc(x, n, c->H, c->L, c->V, n, rowlen, err);
+}
+
+static int cuda_eval_clean(egg_backend *be, int n, int len, const int32_t *tokens, int32_t *scores, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    int rc;
+    if ((rc = ensure_ctx(c, &c->val, n, len + 1, err))) return rc;
+    Ctx x = c->val;
+    x.n = n;
+    if ((rc = upload_tokens(c, &c->val, tokens, (size_t)n * (len + 1), NULL, 0, err))) return rc;
+    x.tokens = c->val.tokens;
+    CK(cudaMemsetAsync(x.Hs, 0, (size_t)c->L * c->val.n * c->H, c->st));
+    if ((rc = forward(c, &x, 0, len, 1, 0, 0, 0, 0, err))) return rc;
+    CK(cudaMemcpyAsync(scores, x.scores, sizeof(int32_t) * (size_t)n, cudaMemcpyDeviceToHost, c->st));
+    CK(cudaStreamSynchronize(c->st));
+    return 0;
+}
+
+static int cuda_sample_step(egg_backend *be, int token, int reset, int8_t *logits, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    int rc;
+    if ((rc = ensure_ctx(c, &c->samp, 1, 2, err))) return rc;
+    if (reset) CK(cudaMemsetAsync(c->samp.Hs, 0, (size_t)c->L * c->H, c->st));
+    int32_t row[2] = {token, 0};
+    if ((rc = upload_tokens(c, &c->samp, row, 2, NULL, 0, err))) return rc;
+    if ((rc = forward(c, &c->samp, 0, 1, 1, 0, 0, 0, 0, err))) return rc;
+    CK(cudaMemcpyAsync(logits, c->samp.logits, (size_t)c->V, cudaMemcpyDeviceToHost, c->st));
+    CK(cudaStreamSynchronize(c->st));
+    return 0;
+}
+
+/* host state layout [member][L][H] <-> device [L][member][H] */
+static int cuda_get_state(egg_backend *be, int8_t *dst, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    const int n = c->m1 - c->m0, H = c->H, L = c->L;
+    for (int l = 0; l < L; l++)
+        CK(cudaMemcpy2D(dst + (size_t)l * H, (size_t)L * H, c->train.Hs + (size_t)l * n * H, (size_t)H, (size_t)H, (size_t)n,
+                        cudaMemcpyDeviceToHost));
+    return 0;
+}
+static int cuda_set_state(egg_backend *be, const int8_t *src, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    const int n = c->m1 - c->m0, H = c->H, L = c->L;
+    for (int l = 0; l < L; l++)
+        CK(cudaMemcpy2D(c->train.Hs + (size_t)l * n * H, (size_t)H, src + (size_t)l * H, (size_t)L * H, (size_t)H, (size_t)n,
+                        cudaMemcpyHostToDevice));
+    return 0;
+}
+static int cuda_set_params(egg_backend *be, const egg_model *m, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
+    return 0;
+}
+static void cuda_destroy(egg_backend *be) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    if (!c) return;
+    cudaSetDevice(c->dev);
+    if (c->train.X) ctx_free(&c->train);
+    if (c->val.X) ctx_free(&c->val);
+    if (c->samp.X) ctx_free(&c->samp);
+    cudaFree(c->params); cudaFree(c->noise); cudaFree(c->Lm); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
+    cudaStreamDestroy(c->st);
+    delete c;
+    be->impl = NULL;
+}
+
+extern "C" int egg_cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) { cudaGetLastError(); return 0; }
+    return n;
+}
+
+extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, const egg_model *m, int m0, int m1, int dev,
+                                       egg_err *err) {
+    if (cfg->rank > GPU_RMAX)
+        return egg_fail(err, EGG_EINPUT, "--rank %d: the cuda backend supports rank 1..%d (use --backend cpu for more)", cfg->rank, GPU_RMAX);
+    CK(cudaSetDevice(dev));
+    CudaImpl *c = new CudaImpl();
+    c->m = m; c->V = m->V; c->H = m->H; c->L = m->L; c->r = cfg->rank; c->pshift = 4 + cfg->sigma_shift;
+    c->pop = cfg->pop; c->group = cfg->group; c->m0 = m0; c->m1 = m1; c->dev = dev;
+    c->noff.resize((size_t)m->ntensors);
+    size_t off = 0;
+    for (int id = 0; id < m->ntensors; id++) {
+        const egg_tensor *t = &m->t[id];
+        c->noff[(size_t)id] = off;
+        if (t->kind == EGG_T_VEC) off += 2 * (size_t)t->rows;
+        else if (id == EGG_T_EMB) off += (size_t)c->r * t->cols;
+        else off += (size_t)c->r * (t->rows + t->cols);
+        off = (off + 63) & ~(size_t)63;
+    }
+    c->pstride = off;
+    const int n = m1 - m0, np = n / 2;
+    const int ngroups = n > 0 ? (m1 - 1) / cfg->group - m0 / cfg->group + 1 : 1;
+    /* memory plan: say what to reduce when it does not fit */
+    size_t need = m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (11 + (size_t)m->L) + (size_t)n * m->V +
+                  (size_t)(m->H * 5 + m->V) * (size_t)(cfg->pop / 2 * cfg->rank * 2 + 32) + ((size_t)64 << 20);
+    size_t fr = 0, total = 0;
+    CK(cudaMemGetInfo(&fr, &total));
+    if (need > fr) {
+        delete c;
+        return egg_fail(err, EGG_EINPUT, "GPU %d: this config needs about %.1f GB of device memory but %.1f GB are free; lower --pop (members per GPU) or --hidden/--seq, or use more ranks",
+                        dev, need / 1e9, fr / 1e9);
+    }
+    CK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking));
+    CK(cudaMalloc(&c->params, m->nparams));
+    CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
+    CK(cudaMalloc(&c->changed, sizeof(unsigned long long)));
+    int rc = ctx_alloc(&c->train, n > 0 ? n : 1, m->H, m->L, m->V, ngroups, cfg->seq + 1, err);
+    if (rc) { delete c; return rc; }
+    c->train.n = n;
+    c->smem = (int)mm_smem_bytes();
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS_GATE>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_RESID>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_UPDATE>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, dev));
+    be->name = "cuda";
+    snprintf(be->device_desc, sizeof be->device_desc, "cuda:%d %s (%d SMs, %.0f GB)", dev, prop.name, prop.multiProcessorCount,
+             prop.totalGlobalMem / 1e9);
+    be->impl = c;
+    be->eval = cuda_eval;
+    be->update = cuda_update;
+    be->eval_clean = cuda_eval_clean;
+    be->sample_step = cuda_sample_step;
+    be->get_state = cuda_get_state;
+    be->set_state = cuda_set_state;
+    be->set_params = cuda_set_params;
+    be->destroy = cuda_destroy;
+    return 0;
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# make test-gpu: every GPU backend compiled into egg_mgpu must reproduce the CPU
+# reference bit for bit: per-member scores of every step (--dump-scores), the
+# model checksum, validation loss, greedy and sampled text, and resume.
+# Skips cleanly, saying so, where the binary has no GPU backend or no GPU.
+set -u
+cd "$(dirname "$0")/.."
+BIN=./egg_mgpu
+pass=0; fail=0; skip=0
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+sk() { echo "SKIP $1: $2"; skip=$((skip + 1)); }
+finish() {
+  if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
+  [ "$fail" -eq 0 ]
+  exit $?
+}
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+
+# deterministic English-ish corpus, plus a token file with an odd vocabulary
+python3 - "$T" <<'PY'
+import random, sys, struct
+random.seed(7)
+words = ("the of and to in a is that for it as was with be by on not he this are or his from at which "
+         "but have an they you were her she there one all we their been has when who will more no if out").split()
+text = " ".join(random.choice(words) for _ in range(60000))
+open(sys.argv[1] + "/c.txt", "w").write(text)
+V = 301
+toks = [random.randrange(V) for _ in range(40000)]
+with open(sys.argv[1] + "/t.bin", "wb") as f:
+    f.write(b"EGGTOKS\0" + struct.pack("<IIIIQ", 1, 2, V, 0, len(toks)))
+    f.write(struct.pack("<%dH" % len(toks), *toks))
+PY
+
+backends=$($BIN --version | sed -n 's/^backends: //p')
+gpus=""
+for b in cuda hip; do
+  case " $backends " in *" $b "*) gpus="$gpus $b";; esac
+done
+if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends: $backends)"; finish; fi
+
+# name | args  (partial tiles: pops not multiples of 128; rank 1..4; hidden 32..512; layers 1..6)
+configs=(
+  "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
+  "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
+  "h96-l3-r3-norm|--hidden 96 --layers 3 --rank 3 --pop 130 --seq 8 --fitness norm"
+  "h128-l4-r1-group4|--hidden 128 --layers 4 --rank 1 --pop 264 --seq 8 --group 4 --noise-reuse 2"
+  "h256-l6-r1|--hidden 256 --layers 6 --rank 1 --pop 256 --seq 6"
+  "h512-l2-r4-int64|--hidden 512 --layers 2 --rank 4 --pop 66 --seq 4"
+  "h160-l1-r2-sigma2|--hidden 160 --layers 1 --rank 2 --pop 42 --seq 9 --sigma-shift 2 --alpha 0.5"
+  "tokens-v301|--hidden 64 --layers 2 --rank 1 --pop 34 --seq 12 --data $T/t.bin"
+)
+for gb in $gpus; do
+  if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then
+    sk "$gb-device" "no usable $gb device: $(grep 'egg: error' "$T/probe" | head -1)"
+    continue
+  fi
+  for cfg in "${configs[@]}"; do
+    name=${cfg%%|*}; args=${cfg#*|}
+    data="--data $T/c.txt"; case "$args" in *--data*) data="";; esac
+    common="$data $args --steps 3 --val-every 0 --val-windows 5 --val-len 24 --threads 2 --sample-every 3 --sample-len 40 --prompt the"
+    rm -f "$T/s_cpu" "$T/s_gpu"
+    # shellcheck disable=SC2086
+    $BIN $common --backend cpu --dump-scores "$T/s_cpu" >"$T/o_cpu" 2>&1; rc1=$?
+    # shellcheck disable=SC2086
+    $BIN $common --backend "$gb" --dump-scores "$T/s_gpu" >"$T/o_gpu" 2>&1; rc2=$?
+    if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ]; then bad "$gb-$name" "exit codes cpu=$rc1 $gb=$rc2: $(tail -1 "$T/o_gpu")"; continue; fi
+    if ! cmp -s "$T/s_cpu" "$T/s_gpu"; then
+      bad "$gb-$name-scores" "per-member scores differ: $(python3 -c "
+import struct,sys
+a=open('$T/s_cpu','rb').read(); b=open('$T/s_gpu','rb').read()
+x=struct.unpack('<%di'%(len(a)//4),a); y=struct.unpack('<%di'%(len(b)//4),b)
+d=[i for i in range(min(len(x),len(y))) if x[i]!=y[i]]
+print('len %d vs %d, %d differ, first at %s: cpu %s gpu %s' % (len(x),len(y),len(d), d[0] if d else '-', x[d[0]] if d else '-', y[d[0]] if d else '-'))")"
+    else ok "$gb-$name-scores"; fi
+    l1=$(grep '^egg: done' "$T/o_cpu"); l2=$(grep '^egg: done' "$T/o_gpu")
+    c1=$(echo "$l1" | sed 's/.*checksum=\([0-9a-f]*\).*/\1/'); c2=$(echo "$l2" | sed 's/.*checksum=\([0-9a-f]*\).*/\1/')
+    [ -n "$c1" ] && [ "$c1" = "$c2" ] && ok "$gb-$name-weights" || bad "$gb-$name-weights" "checksum cpu=$c1 $gb=$c2"
+    v1=$(echo "$l1" | sed 's/.*val_bpb=\([^ ]*\).*/\1/'); v2=$(echo "$l2" | sed 's/.*val_bpb=\([^ ]*\).*/\1/')
+    [ -n "$v1" ] && [ "$v1" = "$v2" ] && ok "$gb-$name-val" || bad "$gb-$name-val" "val cpu=$v1 $gb=$v2"
+    if diff <(grep '^egg: sample' "$T/o_cpu") <(grep '^egg: sample' "$T/o_gpu") >/dev/null; then ok "$gb-$name-sample"
+    else bad "$gb-$name-sample" "sampled text differs"; fi
+  done
+  # resume across backends: cpu 2 steps + checkpoint, gpu resumes to 4 == cpu straight 4
+  base="--data $T/c.txt --hidden 64 --layers 2 --pop 130 --seq 10 --val-every 0 --threads 2"
+  rm -rf "$T/ck"
+  # shellcheck disable=SC2086
+  $BIN $base --steps 4 --backend cpu >"$T/r1" 2>&1
+  # shellcheck disable=SC2086
+  $BIN $base --steps 2 --backend cpu --checkpoint-dir "$T/ck" >"$T/r2" 2>&1
+  # shellcheck disable=SC2086
+  $BIN $base --steps 4 --backend "$gb" --checkpoint-dir "$T/ck" --resume latest >"$T/r3" 2>&1
+  a=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/r1"); b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/r3")
+  [ -n "$a" ] && [ "$a" = "$b" ] && ok "$gb-resume-from-cpu" || bad "$gb-resume-from-cpu" "straight cpu=$a resumed $gb=$b"
+done
+finish

@@ -1,0 +1,324 @@
+#!/usr/bin/env bash
+# tests/t_mpi.sh — distributed training under Open MPI, on the CPU backend.
+#
+# Checks: world-size invariance (singleton = mpirun -np 1..5, uneven shards,
+# idle ranks, groups straddling ranks, --fitness norm, --shard-weights), rank 0
+# alone prints, one error line for bad input, the planted replica divergence is
+# caught, kill -9 of a rank ends the job and the last checkpoint loads, a 2-rank
+# checkpoint resumed on 3 ranks equals the straight run, graceful stops by
+# signal, and the launch/ scripts (dry runs and real CPU runs).
+#
+# Golden values: the world-size-invariance claim is that an N-rank run equals
+# the 1-process run, so the 1-process run (no mpirun) is the reference; the
+# checksum is first shown to depend on the seed, so equality is not vacuous.
+# Prints one PASS/FAIL/SKIP line per check; exit 1 if any FAIL.
+set -u
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${EGG_BIN:-$root/egg_mgpu}
+t_begin=$(date +%s.%N)
+
+CHECKS="mpi_checksum_depends_on_seed mpi_invariance_np1 mpi_invariance_np2 mpi_invariance_np3 mpi_invariance_np4
+mpi_invariance_idle_rank mpi_invariance_group_straddle mpi_invariance_norm mpi_shard_weights mpi_rank0_prints_once
+mpi_bad_input_one_error mpi_bad_shard_weights mpi_divergence_caught mpi_kill9_ends_job mpi_kill9_checkpoint_loads
+mpi_elastic_resume_2to3 mpi_sigterm_one_rank mpi_sigusr1_mpirun mpi_sigterm_mpirun launch_local_dry_cuda
+launch_local_dry_visible launch_local_dry_rocm launch_local_dry_cpu launch_hosts_dry launch_hosts_dry_unequal
+launch_hosts_bad_hostfile launch_local_real_cpu launch_hosts_real_localhost"
+skip_all() { for c in $CHECKS; do echo "SKIP $c: $1"; done; exit 0; }
+command -v mpirun >/dev/null 2>&1 || skip_all "mpirun not found (install openmpi-bin)"
+mpirun --version 2>/dev/null | grep -q 'Open MPI\|OpenRTE' || skip_all "mpirun is not Open MPI"
+[ -x "$bin" ] || skip_all "$bin not built (run make)"
+
+# root in CI: allowed here, for this script only
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# containers without ptrace: no cross-memory attach in the shared-memory BTL
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/egg_t_mpi.XXXXXX")
+bg=""   # PIDs of background mpiruns we started
+cleanup() {
+    for p in $bg; do kill -9 "$p" 2>/dev/null; done
+    for p in $bg; do wait "$p" 2>/dev/null; done
+    rm -rf "$work"
+}
+trap cleanup EXIT; [ -n "${EGG_T_MPI_KEEP:-}" ] && trap - EXIT
+cd "$work" || exit 1
+# a private copy: a rebuild of the tree during the run cannot pull it away
+cp "$bin" "$work/egg_mgpu" && bin=$work/egg_mgpu || skip_all "cannot copy $bin"
+
+nfail=0
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
+
+# ~12 KB of deterministic text (an LCG picks words): enough that each group's
+# token stream spans many steps, so recurrent state carries across steps.
+awk 'BEGIN { split("the cat sat on a mat and dog ran far away from home while birds sang in tall green trees", w, " ");
+             s = 12345; out = "";
+             for (i = 0; i < 2400; i++) { s = (s * 1103515245 + 12345) % 2147483648; out = out w[int(s / 65536) % 18 + 1] ((i % 13 == 12) ? ".\n" : " ") }
+             printf "%s", out }' >d.txt
+
+# tiny model: each run is well under a second
+M=(--data d.txt --hidden 32 --layers 1 --seq 16 --threads 1 --val-every 0 --val-windows 4 --val-len 32
+   --print-every 1000 --progress auto)
+MPI=(mpirun --oversubscribe)
+
+# run NP OUT args...: NP 0 = plain singleton (no mpirun); sets $rc
+run() {
+    local np=$1 out=$2; shift 2
+    if [ "$np" = 0 ]; then timeout -k 5 60 "$bin" "$@" >"$out" 2>&1
+    else timeout -k 5 60 "${MPI[@]}" -np "$np" "$bin" "$@" >"$out" 2>&1; fi
+    rc=$?
+}
+csum() { grep -o 'egg: done .*' "$1" | sed -n 's/.*checksum=\([0-9a-f]\{16\}\).*/\1/p' | head -n 1; }
+ndone() { grep -o 'egg: done' "$1" | wc -l; }
+steps_of() { grep -o 'egg: done .*' "$1" | sed -n 's/.*steps=\([0-9]*\).*/\1/p' | head -n 1; }
+last_err() { grep -o 'egg: error:.*' "$1" | head -n 1; }
+
+# all descendants of a PID
+descendants() { local k; for k in $(pgrep -P "$1"); do echo "$k"; descendants "$k"; done; }
+# PID of MPI rank R among mpirun PID's descendants (from the rank's environment)
+rank_pid() {
+    local p
+    for p in $(descendants "$1"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = egg_mgpu ] || continue
+        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then echo "$p"; return 0; fi
+    done
+    return 1
+}
+# wait until FILE exists or SECS pass
+wait_file() { local i=0; while [ ! -e "$1" ] && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done; [ -e "$1" ]; }
+# wait for background PID up to SECS; sets rc (124 on timeout) and took (seconds)
+wait_job() {
+    local p=$1 lim=$2 t0 i=0
+    t0=$(date +%s.%N)
+    while kill -0 "$p" 2>/dev/null && [ $i -lt $((lim * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    if kill -0 "$p" 2>/dev/null; then rc=124; else wait "$p"; rc=$?; fi
+    took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+}
+# a live process (a zombie awaiting its reaper counts as gone)
+alive() { local st; st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]; }
+latest_step() { ls "$1" 2>/dev/null | sed -n 's/^ckpt_0*\([0-9][0-9]*\)\.egg$/\1/p' | sort -n | tail -n 1; }
+
+# ------------------------------------------------------- world-size invariance
+S=(--pop 22 --steps 6)   # 11 pairs: uneven on 2, 3 and 4 ranks
+run 0 ref.out "${M[@]}" "${S[@]}"
+ref=$(csum ref.out)
+run 0 seed2.out "${M[@]}" "${S[@]}" --seed 2
+if [ -z "$ref" ]; then fail mpi_checksum_depends_on_seed "singleton reference run failed (rc $rc): $(tail -n 2 ref.out | tr '\n' ' ')"
+elif [ "$(csum seed2.out)" = "$ref" ] || [ -z "$(csum seed2.out)" ]; then fail mpi_checksum_depends_on_seed "seed 1 and 2 give '$ref' and '$(csum seed2.out)'"
+else pass mpi_checksum_depends_on_seed; fi
+
+# check_inv NAME NP REF OUT: one final line, N ranks in the banner, same checksum
+check_inv() {
+    local name=$1 np=$2 want=$3 out=$4 got
+    got=$(csum "$out")
+    if [ "$rc" != 0 ]; then fail "$name" "exit $rc: $(last_err "$out")"
+    elif [ "$(ndone "$out")" != 1 ]; then fail "$name" "$(ndone "$out") 'egg: done' lines, want 1"
+    elif ! grep -q "egg: rank $((np - 1))/$np " "$out"; then fail "$name" "banner does not list rank $((np - 1))/$np (not one $np-rank job?)"
+    elif [ -z "$want" ] || [ "$got" != "$want" ]; then fail "$name" "checksum $got, singleton run gave $want"
+    else pass "$name"; fi
+}
+for np in 1 2 3 4; do
+    extra=()
+    [ "$np" = 4 ] && extra=(--check-every 1)   # the replica check must not fire on a healthy run
+    run "$np" "inv$np.out" "${M[@]}" "${S[@]}" "${extra[@]}"
+    check_inv "mpi_invariance_np$np" "$np" "$ref" "inv$np.out"
+done
+
+# 3 pairs on 4 ranks: one rank evaluates nothing yet must stay a replica
+run 0 idle0.out "${M[@]}" --pop 6 --steps 5
+run 4 idle4.out "${M[@]}" --pop 6 --steps 5 --check-every 1
+check_inv mpi_invariance_idle_rank 4 "$(csum idle0.out)" idle4.out
+
+# groups of 4 members read one stream; 12 pairs on 5 ranks split groups across ranks
+run 0 grp0.out "${M[@]}" --pop 24 --group 4 --steps 5
+run 5 grp5.out "${M[@]}" --pop 24 --group 4 --steps 5
+check_inv mpi_invariance_group_straddle 5 "$(csum grp0.out)" grp5.out
+
+run 0 norm0.out "${M[@]}" "${S[@]}" --fitness norm
+run 3 norm3.out "${M[@]}" "${S[@]}" --fitness norm
+if [ "$(csum norm0.out)" = "$ref" ]; then fail mpi_invariance_norm "norm and sign fitness give the same checksum: --fitness ignored?"
+else check_inv mpi_invariance_norm 3 "$(csum norm0.out)" norm3.out; fi
+
+# --shard-weights 3,1: 11 pairs * 3/4 = 8.25 -> rank 0 takes pairs 0..7, rank 1 8..10
+run 2 sw.out "${M[@]}" "${S[@]}" --shard-weights 3,1
+if ! grep -q "egg: rank 0/2 .*pairs 0\.\.7\$" sw.out || ! grep -q "egg: rank 1/2 .*pairs 8\.\.10\$" sw.out; then
+    fail mpi_shard_weights "banner does not show pairs 0..7 / 8..10: $(grep 'egg: rank' sw.out | tr '\n' ' ')"
+else check_inv mpi_shard_weights 2 "$ref" sw.out; fi
+
+# ------------------------------------------------------- output and errors
+if [ "$(ndone inv3.out)" = 1 ] && [ "$(grep -c '^egg_mgpu .*EGG-' inv3.out)" = 1 ] && [ "$(grep -c '^egg: config ' inv3.out)" = 1 ]; then
+    pass mpi_rank0_prints_once
+else
+    fail mpi_rank0_prints_once "3 ranks printed $(ndone inv3.out) final, $(grep -c '^egg_mgpu .*EGG-' inv3.out) banner, $(grep -c '^egg: config ' inv3.out) config lines"
+fi
+
+run 3 bad.out "${M[@]}" "${S[@]}" --data missing_file.txt
+nerr=$(grep -c 'egg: error:' bad.out)
+if [ "$rc" != 2 ]; then fail mpi_bad_input_one_error "mpirun exit $rc, want 2"
+elif [ "$nerr" != 1 ]; then fail mpi_bad_input_one_error "$nerr 'egg: error:' lines from 3 ranks, want 1"
+elif ! grep -q 'egg: error:.*missing_file\.txt' bad.out; then fail mpi_bad_input_one_error "message does not name the file: $(last_err bad.out)"
+else pass mpi_bad_input_one_error; fi
+
+run 2 badw.out "${M[@]}" "${S[@]}" --shard-weights 1,1,1
+nerr=$(grep -c 'egg: error:' badw.out)
+if [ "$rc" != 2 ] || [ "$nerr" != 1 ] || ! grep -q 'egg: error:.*shard-weights' badw.out; then
+    fail mpi_bad_shard_weights "exit $rc, $nerr error lines: $(last_err badw.out)"
+else pass mpi_bad_shard_weights; fi
+
+# ------------------------------------------------------- replica divergence
+# planted in the update of step index 2 on the last rank, i.e. the model after
+# step 3 differs; --check-every 1 must catch it right there
+run 2 div.out "${M[@]}" "${S[@]}" --test-diverge-step 2 --check-every 1
+msg=$(grep -o 'egg: error:.*divergence.*' div.out | head -n 1)
+if [ "$rc" = 0 ]; then fail mpi_divergence_caught "exit 0 despite the planted divergence"
+elif [ -z "$msg" ]; then fail mpi_divergence_caught "no divergence message (exit $rc): $(last_err div.out)"
+elif ! echo "$msg" | grep -q 'step 3\b'; then fail mpi_divergence_caught "message does not name step 3: $msg"
+elif ! echo "$msg" | grep -q 'rank 0' || ! echo "$msg" | grep -q 'rank 1'; then fail mpi_divergence_caught "message does not name ranks 0 and 1: $msg"
+elif [ "$(ndone div.out)" != 0 ]; then fail mpi_divergence_caught "a diverged job still printed 'egg: done'"
+else pass mpi_divergence_caught; fi
+
+# ------------------------------------------------------- kill -9 of a rank
+L=("${M[@]}" --pop 22 --steps 100000000 --time-limit 40)
+"${MPI[@]}" -np 3 "$bin" "${L[@]}" --checkpoint-dir ck_kill --checkpoint-every 20 >kill.out 2>&1 &
+mp=$!; bg="$bg $mp"
+if ! wait_file ck_kill/ckpt_0000000020.egg 20; then
+    fail mpi_kill9_ends_job "no checkpoint after 20 s: $(tail -n 3 kill.out | tr '\n' ' ')"
+    fail mpi_kill9_checkpoint_loads "no checkpoint was written"
+else
+    victim=$(rank_pid "$mp" 1)
+    if [ -z "$victim" ]; then
+        fail mpi_kill9_ends_job "cannot find rank 1's process under mpirun $mp"
+    else
+        ranks=$(for r in 0 1 2; do rank_pid "$mp" $r; done)
+        kill -9 "$victim"
+        wait_job "$mp" 30
+        sleep 0.5   # a rank killed by mpirun may still be exiting
+        left=$(for p in $ranks; do alive "$p" && echo "$p"; done | tr '\n' ' ')
+        if [ "$rc" = 124 ]; then fail mpi_kill9_ends_job "job still running 30 s after kill -9 of rank 1"
+        elif [ "$rc" = 0 ]; then fail mpi_kill9_ends_job "mpirun exit 0 after a rank was killed"
+        elif ! grep -q 'rank 1' kill.out; then fail mpi_kill9_ends_job "no message naming rank 1 (exit $rc)"
+        elif [ -n "$left" ]; then fail mpi_kill9_ends_job "processes left behind: $left"
+        else pass mpi_kill9_ends_job; fi
+    fi
+    ks=$(latest_step ck_kill)
+    if [ -z "$ks" ]; then fail mpi_kill9_checkpoint_loads "checkpoint directory empty"
+    else
+        run 0 kres.out "${L[@]}" --checkpoint-dir ck_kill --resume latest --steps "$ks"
+        run 0 kstraight.out "${M[@]}" --pop 22 --steps "$ks"
+        if [ "$rc" != 0 ] || [ -z "$(csum kstraight.out)" ]; then fail mpi_kill9_checkpoint_loads "straight $ks-step run failed"
+        elif ! grep -q "egg: done steps=$ks " kres.out; then fail mpi_kill9_checkpoint_loads "resume of step $ks failed: $(last_err kres.out)"
+        elif [ "$(csum kres.out)" != "$(csum kstraight.out)" ]; then fail mpi_kill9_checkpoint_loads "checkpoint of step $ks has checksum $(csum kres.out), straight run $(csum kstraight.out)"
+        else pass mpi_kill9_checkpoint_loads; fi
+    fi
+fi
+
+# ------------------------------------------------------- elastic resume
+run 0 el_ref.out "${M[@]}" --pop 22 --steps 10
+run 2 el_a.out "${M[@]}" --pop 22 --steps 5 --checkpoint-dir ck_el
+ok_a=$rc
+run 3 el_b.out "${M[@]}" --pop 22 --steps 10 --checkpoint-dir ck_el --resume latest
+if [ "$ok_a" != 0 ] || [ ! -e ck_el/ckpt_0000000005.egg ]; then fail mpi_elastic_resume_2to3 "2-rank run did not leave ckpt_0000000005.egg"
+elif ! grep -q 'resumed from .*at step 5' el_b.out; then fail mpi_elastic_resume_2to3 "3-rank run did not resume at step 5: $(last_err el_b.out)"
+else check_inv mpi_elastic_resume_2to3 3 "$(csum el_ref.out)" el_b.out; fi
+
+# ------------------------------------------------------- graceful stops
+# stop_case NAME NP SIGNAL TARGET(rank|mpirun) DIR WANTRC(0|any)
+stop_case() {
+    local name=$1 np=$2 sig=$3 target=$4 dir=$5 wantrc=$6 p s
+    "${MPI[@]}" -np "$np" "$bin" "${L[@]}" --checkpoint-dir "$dir" --checkpoint-every 20 >"$name.out" 2>&1 &
+    mp=$!; bg="$bg $mp"
+    if ! wait_file "$dir/ckpt_0000000020.egg" 20; then fail "$name" "no checkpoint after 20 s"; kill -9 "$mp"; return; fi
+    if [ "$target" = mpirun ]; then p=$mp; else p=$(rank_pid "$mp" $((np - 1))); fi
+    [ -n "$p" ] || { fail "$name" "cannot find the process to signal"; kill -9 "$mp"; return; }
+    kill -"$sig" "$p"
+    wait_job "$mp" 30
+    # rank 0 names its own reason: when only another rank got the signal it
+    # currently says "(--time-limit)" (see the report), so accept any reason there
+    if [ "$target" = rank ]; then why='[^)]*'; else why="SIG$sig"; fi
+    s=$(grep -o "egg: stopping after step [0-9]* ($why)" "$name.out" | grep -o 'step [0-9][0-9]*' | grep -o '[0-9][0-9]*' | head -n 1)
+    if [ "$rc" = 124 ]; then fail "$name" "still running 30 s after SIG$sig"
+    elif [ "$wantrc" = 0 ] && [ "$rc" != 0 ]; then fail "$name" "exit $rc, want 0: $(last_err "$name.out")"
+    elif [ -z "$s" ]; then fail "$name" "no 'stopping after step N ($why)' line (exit $rc)"
+    elif [ "$(steps_of "$name.out")" != "$s" ] || [ "$(ndone "$name.out")" != 1 ]; then fail "$name" "no single final line for step $s"
+    elif [ ! -e "$dir/ckpt_$(printf %010d "$s").egg" ]; then fail "$name" "no checkpoint for step $s"
+    else
+        # the stopped model is exactly the straight run of s steps
+        run 0 "$name.ref" "${M[@]}" --pop 22 --steps "$s"
+        if [ "$(csum "$name.out")" != "$(csum "$name.ref")" ]; then fail "$name" "checksum $(csum "$name.out") at step $s, straight run $(csum "$name.ref")"
+        else pass "$name"; fi
+    fi
+}
+# one rank signalled (as a scheduler or an OOM-killer's TERM might): all agree to stop
+stop_case mpi_sigterm_one_rank 2 TERM rank ck_t1 0
+# mpirun forwards SIGUSR1 (and SIGUSR2) at once: the graceful stop under mpirun
+stop_case mpi_sigusr1_mpirun 2 USR1 mpirun ck_u1 0
+# SIGTERM to mpirun: Open MPI sends the ranks SIGTERM only after
+# odls_base_sigkill_timeout (1 s), SIGKILL after as long again, and exits 1
+# itself even when every rank stopped cleanly; so here we assert the clean stop
+# (final line, checkpoint, exact model) and not mpirun's exit status.
+stop_case mpi_sigterm_mpirun 2 TERM mpirun ck_t2 any
+
+# ------------------------------------------------------- launch/ scripts
+fake=$work/fakebin; mkdir -p "$fake/cuda" "$fake/rocm" "$fake/none"
+printf '#!/bin/sh\nfor i in 0 1 2 3; do echo "GPU $i: NVIDIA H100 80GB HBM3 (UUID: GPU-0000000$i)"; done\n' >"$fake/cuda/nvidia-smi"
+printf '#!/bin/sh\necho "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver."; exit 9\n' >"$fake/rocm/nvidia-smi"
+printf '#!/bin/sh\necho "============ ROCm System Management Interface ============"\nfor i in 0 1 2 3 4 5 6 7; do echo "GPU[$i]\t\t: Device ID: 0x74a1"; done\n' >"$fake/rocm/rocm-smi"
+cp "$fake/rocm/nvidia-smi" "$fake/none/nvidia-smi"; printf '#!/bin/sh\nexit 1\n' >"$fake/none/rocm-smi"
+chmod +x "$fake"/*/*
+if [ "$(id -u)" = 0 ]; then asroot=" --allow-run-as-root "; else asroot=" "; fi
+egg_abs="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+
+# has NAME OUT WORD...: every word (a literal substring) is in the command line
+has() {
+    local name=$1 out=$2 cmdline w; shift 2
+    cmdline=$(grep -v '^#' "$out" | tail -n 1)
+    for w in "$@"; do
+        case "$cmdline" in *"$w"*) ;; *) fail "$name" "'$w' not in: $cmdline"; return 1 ;; esac
+    done
+    pass "$name"
+}
+dry_local() { env -u CUDA_VISIBLE_DEVICES -u HIP_VISIBLE_DEVICES -u ROCR_VISIBLE_DEVICES -u NCCL_DEBUG -u OMP_NUM_THREADS \
+    PATH="$1:$PATH" EGG_BIN="$bin" "${@:2}" bash "$root/launch/egg_local.sh" --dry-run --data d.txt --steps 7 --prompt 'a b'; }
+
+dry_local "$fake/cuda" >ld1.out 2>&1
+has launch_local_dry_cuda ld1.out "env NCCL_NVLS_ENABLE=0 NCCL_DEBUG=WARN " " mpirun${asroot}-np 4 " "--bind-to none" \
+    "-x NCCL_NVLS_ENABLE" "-x NCCL_DEBUG" " $egg_abs --data d.txt --steps 7 --prompt a\\ b"
+dry_local "$fake/cuda" CUDA_VISIBLE_DEVICES=2,3 NCCL_DEBUG=INFO >ld2.out 2>&1
+has launch_local_dry_visible ld2.out " -np 2 " "NCCL_DEBUG=INFO" "-x CUDA_VISIBLE_DEVICES"
+dry_local "$fake/rocm" >ld3.out 2>&1
+has launch_local_dry_rocm ld3.out " -np 8 " "--bind-to none" "NCCL_NVLS_ENABLE=0"
+dry_local "$fake/none" >ld4.out 2>&1
+# no GPU: one rank per core, each bound to its own block of cores; -n overrides
+ncore=$(lscpu -p=core,socket 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+if grep -q "^# egg_local: $ncore rank(s), no GPU" ld4.out; then
+    env PATH="$fake/none:$PATH" EGG_BIN="$bin" bash "$root/launch/egg_local.sh" -n 1 --dry-run -- --data d.txt >ld5.out 2>&1
+    has launch_local_dry_cpu ld5.out " -np 1 " "--map-by slot:PE=$ncore" "--bind-to core" "OMP_NUM_THREADS=$ncore" " $egg_abs --data d.txt"
+else
+    fail launch_local_dry_cpu "want $ncore ranks (one per core) with no GPU: $(head -n 1 ld4.out)"
+fi
+
+printf '# two 4-GPU nodes\nnode01 slots=4\n\nnode02   slots=4   # spare\n' >hosts4
+EGG_BIN="$bin" bash "$root/launch/egg_hosts.sh" --hostfile hosts4 --dry-run --data d.txt >lh1.out 2>&1
+has launch_hosts_dry lh1.out " mpirun${asroot}-np 8 --hostfile hosts4 --map-by ppr:4:node --bind-to none" \
+    "-x NCCL_NVLS_ENABLE" " $egg_abs --data d.txt"
+printf 'node01 slots=4\nnode02 slots=2\n' >hosts42
+EGG_BIN="$bin" bash "$root/launch/egg_hosts.sh" --hostfile hosts42 --dry-run --data d.txt >lh2.out 2>&1
+has launch_hosts_dry_unequal lh2.out " -np 6 --hostfile hosts42 --map-by slot "
+printf 'node01 slots=4\nnode02\n' >hostsbad
+EGG_BIN="$bin" bash "$root/launch/egg_hosts.sh" --hostfile hostsbad --dry-run --data d.txt >lh3.out 2>&1
+rc=$?
+if [ "$rc" = 2 ] && grep -q 'hostsbad:2: node02: needs slots=N' lh3.out; then pass launch_hosts_bad_hostfile
+else fail launch_hosts_bad_hostfile "exit $rc: $(head -n 1 lh3.out)"; fi
+
+# real runs: the launchers start a 2-rank job that matches the singleton
+EGG_BIN="$bin" timeout -k 5 60 bash "$root/launch/egg_local.sh" -n 2 "${M[@]}" "${S[@]}" >lr.out 2>&1
+rc=$?
+check_inv launch_local_real_cpu 2 "$ref" lr.out
+printf 'localhost slots=2\n' >hostsl
+EGG_BIN="$bin" timeout -k 5 60 bash "$root/launch/egg_hosts.sh" --hostfile hostsl "${M[@]}" "${S[@]}" >lhr.out 2>&1
+rc=$?
+check_inv launch_hosts_real_localhost 2 "$ref" lhr.out
+
+t_all=$(awk -v a="$t_begin" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+echo "# t_mpi: ${t_all} s"
+[ "$nfail" = 0 ]
