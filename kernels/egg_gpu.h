@@ -34,6 +34,7 @@
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaFuncSetAttribute(f, a, v) hipFuncSetAttribute((const void *)(f), a, v)
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#define cudaFuncAttributePreferredSharedMemoryCarveout hipFuncAttributePreferredSharedMemoryCarveout
 #define EGG_WARP_SIZE warpSize
 #else
 #include <cuda_runtime.h>

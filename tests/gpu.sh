@@ -73,12 +73,12 @@ x=struct.unpack('<%di'%(len(a)//4),a); y=struct.unpack('<%di'%(len(b)//4),b)
 d=[i for i in range(min(len(x),len(y))) if x[i]!=y[i]]
 print('len %d vs %d, %d differ, first at %s: cpu %s gpu %s' % (len(x),len(y),len(d), d[0] if d else '-', x[d[0]] if d else '-', y[d[0]] if d else '-'))")"
     else ok "$gb-$name-scores"; fi
-    l1=$(grep '^egg: done' "$T/o_cpu"); l2=$(grep '^egg: done' "$T/o_gpu")
+    l1=$(grep -a '^egg: done' "$T/o_cpu"); l2=$(grep -a '^egg: done' "$T/o_gpu")
     c1=$(echo "$l1" | sed 's/.*checksum=\([0-9a-f]*\).*/\1/'); c2=$(echo "$l2" | sed 's/.*checksum=\([0-9a-f]*\).*/\1/')
     [ -n "$c1" ] && [ "$c1" = "$c2" ] && ok "$gb-$name-weights" || bad "$gb-$name-weights" "checksum cpu=$c1 $gb=$c2"
     v1=$(echo "$l1" | sed 's/.*val_bpb=\([^ ]*\).*/\1/'); v2=$(echo "$l2" | sed 's/.*val_bpb=\([^ ]*\).*/\1/')
     [ -n "$v1" ] && [ "$v1" = "$v2" ] && ok "$gb-$name-val" || bad "$gb-$name-val" "val cpu=$v1 $gb=$v2"
-    if diff <(grep '^egg: sample' "$T/o_cpu") <(grep '^egg: sample' "$T/o_gpu") >/dev/null; then ok "$gb-$name-sample"
+    if diff <(grep -a '^egg: sample' "$T/o_cpu") <(grep -a '^egg: sample' "$T/o_gpu") >/dev/null; then ok "$gb-$name-sample"
     else bad "$gb-$name-sample" "sampled text differs"; fi
   done
   # resume across backends: cpu 2 steps + checkpoint, gpu resumes to 4 == cpu straight 4

@@ -36,29 +36,32 @@ extern "C" {
 #define CKL() CK(cudaGetLastError())
 
 enum { GPU_RMAX = 4 };
+/* Within a matrix's noise blob, B starts after A ([r][N]) rounded up to 64
+ * bytes, so every B row is 16-byte aligned for cp.async whatever N is. */
+__host__ __device__ __forceinline__ size_t a_span(int r, int N) { return ((size_t)r * N + 63) & ~(size_t)63; }
 enum { MODE_PLAIN = 0, MODE_BIAS = 1, MODE_BIAS_GATE = 2, MODE_RESID = 3, MODE_UPDATE = 4 };
 
 /* ------------------------------------------------------------------ GEMM */
 
 #define BM 128
 #define BN 128
-#define BK 32
-#define LDS 48 /* padded smem row: 32 data bytes + 16, conflict-free fragment loads */
-#define STAGES 4
+#define BK 64
+#define LDS 80 /* padded smem row: 64 data bytes + 16 -> conflict-free 32-bit fragment loads */
+#define STAGES 3
 #define NTHREADS 256
+#define LDC (BN + 4)
 
 struct MMArgs {
     const int8_t *X; int ldx;  /* [M][K] */
     const int8_t *W; int ldw;  /* [N][K] */
     int M, N, K;
     int s, pshift, r;          /* r = 0: unperturbed */
-    const int8_t *noise; size_t pstride; size_t aoff; /* A at noise + p*pstride + aoff, B at + r*N */
+    const int8_t *noise; size_t pstride; size_t aoff; /* A at noise + p*pstride + aoff, B at + a_span(r, N) */
     const int8_t *other;       /* [M][N]: added (BIAS) or residual (RESID) */
     const int8_t *bias; size_t voff; /* bias [N]; its n1 at noise + p*pstride + voff, n2 after */
     const int8_t *h; int8_t *gout;   /* BIAS_GATE: g = gate(y, h) */
     int8_t *Y; int ldy;
-    /* update */
-    int8_t *Wupd; long long thr; unsigned long long *changed;
+    int32_t *Z; int ksplit;          /* update: split-K partial sums, atomically added */
 };
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool pred) {
@@ -76,45 +79,142 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], const unsigned (&a)[4], cons
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+__host__ __device__ __forceinline__ int mm_pipe_bytes(int r) { return STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * r * BK; }
+__host__ __device__ __forceinline__ int mm_ts_offset(int r) {
+    int pipe = mm_pipe_bytes(r), ctile = BM * LDC * 4;
+    return pipe > ctile ? pipe : ctile;
+}
+
+/* The epilogue of one output element (the CPU's egg_mm_out and fused ops). */
+template <int MODE>
+__device__ __forceinline__ int epi_one(const MMArgs &a, int32_t v, int m, int o, const int *t, int r, bool small) {
+    int y;
+    const int p = m >> 1;
+    if (r == 0) {
+        y = egg_mm_out(v, 0, a.pshift, a.s);
+    } else {
+        const int8_t *A = a.noise + (size_t)p * a.pstride + a.aoff;
+        if (small) {
+            int32_t pp = 0;
+            for (int q = 0; q < r; q++) pp += t[q] * A[(size_t)q * a.N + o];
+            int32_t u = (v + (pp >> a.pshift)) >> a.s;
+            y = u < -127 ? -127 : (u > 127 ? 127 : u);
+        } else {
+            int64_t pp = 0;
+            for (int q = 0; q < r; q++) pp += (int64_t)t[q] * A[(size_t)q * a.N + o];
+            y = egg_mm_out(v, pp, a.pshift, a.s);
+        }
+    }
+    const size_t yi = (size_t)m * a.ldy + o;
+    if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE) {
+        int b = a.bias[o];
+        if (r > 0) {
+            const int8_t *n1 = a.noise + (size_t)p * a.pstride + a.voff;
+            b = egg_vec_pert(b, n1[o], n1[a.N + o], (m & 1) ? -1 : 1, a.pshift);
+        }
+        y = egg_clip8(y + a.other[yi] + b);
+    } else if (MODE == MODE_RESID) {
+        y = egg_clip8(y + a.other[yi]);
+    }
+    return y;
+}
+
+/* Fast epilogue for N % 4 == 0 and r * K <= 2048 (p fits int32): four
+ * consecutive outputs per thread, every global access 4 bytes wide, the rank
+ * R known at compile time. Same integer operations as epi_one. */
+__device__ __forceinline__ int clip4(int v) { return v < -127 ? -127 : (v > 127 ? 127 : v); }
+template <int MODE, int R>
+__device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const int *ts, int m0, int n0, int tid) {
+    for (int idx = tid; idx < BM * BN / 4; idx += NTHREADS) {
+        const int ml = idx / (BN / 4), ol = (idx % (BN / 4)) * 4, m = m0 + ml, o = n0 + ol;
+        if (m >= a.M || o >= a.N) continue;
+        const int4 v = *(const int4 *)&Cs[ml * LDC + ol];
+        int y0, y1, y2, y3;
+        const int8_t *blob = R > 0 ? a.noise + (size_t)(m >> 1) * a.pstride : NULL;
+        if (R == 0) {
+            y0 = clip4(v.x >> a.s); y1 = clip4(v.y >> a.s); y2 = clip4(v.z >> a.s); y3 = clip4(v.w >> a.s);
+        } else {
+            int p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+#pragma unroll
+            for (int q = 0; q < R; q++) {
+                const int t = ts[ml * GPU_RMAX + q];
+                const char4 A = *(const char4 *)(blob + a.aoff + (size_t)q * a.N + o);
+                p0 += t * A.x; p1 += t * A.y; p2 += t * A.z; p3 += t * A.w;
+            }
+            y0 = clip4((v.x + (p0 >> a.pshift)) >> a.s);
+            y1 = clip4((v.y + (p1 >> a.pshift)) >> a.s);
+            y2 = clip4((v.z + (p2 >> a.pshift)) >> a.s);
+            y3 = clip4((v.w + (p3 >> a.pshift)) >> a.s);
+        }
+        const size_t yi = (size_t)m * a.ldy + o;
+        if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE) {
+            const char4 b = *(const char4 *)(a.bias + o), ot = *(const char4 *)(a.other + yi);
+            int b0 = b.x, b1 = b.y, b2 = b.z, b3 = b.w;
+            if (R > 0) {
+                const int sg = (m & 1) ? -1 : 1;
+                const char4 n1 = *(const char4 *)(blob + a.voff + o), n2 = *(const char4 *)(blob + a.voff + a.N + o);
+                b0 = egg_vec_pert(b0, n1.x, n2.x, sg, a.pshift); b1 = egg_vec_pert(b1, n1.y, n2.y, sg, a.pshift);
+                b2 = egg_vec_pert(b2, n1.z, n2.z, sg, a.pshift); b3 = egg_vec_pert(b3, n1.w, n2.w, sg, a.pshift);
+            }
+            y0 = clip4(y0 + ot.x + b0); y1 = clip4(y1 + ot.y + b1); y2 = clip4(y2 + ot.z + b2); y3 = clip4(y3 + ot.w + b3);
+            if (MODE == MODE_BIAS_GATE) {
+                const char4 h = *(const char4 *)(a.h + yi);
+                *(char4 *)(a.gout + yi) = make_char4((signed char)egg_gru_gate(y0, h.x), (signed char)egg_gru_gate(y1, h.y),
+                                                     (signed char)egg_gru_gate(y2, h.z), (signed char)egg_gru_gate(y3, h.w));
+            }
+        } else if (MODE == MODE_RESID) {
+            const char4 ot = *(const char4 *)(a.other + yi);
+            y0 = clip4(y0 + ot.x); y1 = clip4(y1 + ot.y); y2 = clip4(y2 + ot.z); y3 = clip4(y3 + ot.w);
+        }
+        *(char4 *)(a.Y + yi) = make_char4((signed char)y0, (signed char)y1, (signed char)y2, (signed char)y3);
+    }
+}
+
 /* One CTA: BM rows of X (members, or update rows) x BN rows of W (outputs).
- * 8 warps as 2 (M) x 4 (N); warp tile 64 x 32 = 4 x 4 mma tiles of 16 x 8. */
+ * 8 warps as 2 (M) x 4 (N); warp tile 64 x 32 = 4 x 4 mma tiles of 16 x 8;
+ * K in steps of 64 through a 3-stage cp.async pipeline. While the tile's X
+ * rows pass through shared memory, each member's t_j = x . B_j is accumulated
+ * with dp4a from its pair's B rows (the rank-r term needs it in the epilogue). */
 template <int MODE>
 __global__ void __launch_bounds__(NTHREADS) mm_kernel(MMArgs a) {
     extern __shared__ __align__(16) unsigned char smem[];
+    const int r = (MODE == MODE_UPDATE) ? 0 : a.r;
+    const int rr = r > 0 ? r : 1;
     int8_t *Xs = (int8_t *)smem;                 /* [STAGES][BM][LDS] */
     int8_t *Ws = Xs + STAGES * BM * LDS;         /* [STAGES][BN][LDS] */
-    int8_t *Bs = Ws + STAGES * BN * LDS;         /* [STAGES][BM/2][r][BK] noise B rows */
-    /* t values live after whichever is larger: the pipeline or the epilogue tile */
-    const int pipe = STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * GPU_RMAX * BK, ctile = BM * (BN + 4) * 4;
-    int *ts = (int *)(smem + (pipe > ctile ? pipe : ctile)); /* [BM][RMAX] */
+    int8_t *Bs = Ws + STAGES * BN * LDS;         /* [STAGES][BM/2][r][BK] */
+    int *ts = (int *)(smem + mm_ts_offset(rr));  /* [BM][GPU_RMAX] */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-    const int r = (MODE == MODE_UPDATE) ? 0 : a.r;
-    const int KT = a.K / BK;
+    int kbeg = 0, kend = a.K;
+    if (MODE == MODE_UPDATE) {
+        kbeg = blockIdx.z * a.ksplit;
+        kend = min(a.K, kbeg + a.ksplit);
+    }
+    const int KT = (kend - kbeg + BK - 1) / BK; /* a last half stage (K % 64 == 32) is zero-filled */
 
     auto load_stage = [&](int st, int kt) {
-        const int k0 = kt * BK;
-        {   /* X: 128 rows x 32 bytes = 256 chunks */
-            int row = tid >> 1, c = tid & 1;
+        const int k0 = kbeg + kt * BK;
+#pragma unroll
+        for (int q = 0; q < 2; q++) { /* 128 rows x 4 chunks of 16 B = 512 chunks each for X and W */
+            int ch = tid + q * NTHREADS, row = ch >> 2, c = ch & 3;
+            const bool kin = k0 + c * 16 < kend;
             int gm = m0 + row;
-            bool ok = gm < a.M;
-            cp_async16(Xs + (st * BM + row) * LDS + c * 16, a.X + (size_t)(ok ? gm : 0) * a.ldx + k0 + c * 16, ok);
+            bool ok = gm < a.M && kin;
+            cp_async16(Xs + (st * BM + row) * LDS + c * 16, a.X + (ok ? (size_t)gm * a.ldx + k0 + c * 16 : 0), ok);
             int gn = n0 + row;
-            ok = gn < a.N;
-            cp_async16(Ws + (st * BN + row) * LDS + c * 16, a.W + (size_t)(ok ? gn : 0) * a.ldw + k0 + c * 16, ok);
+            ok = gn < a.N && kin;
+            cp_async16(Ws + (st * BN + row) * LDS + c * 16, a.W + (ok ? (size_t)gn * a.ldw + k0 + c * 16 : 0), ok);
         }
         if (MODE != MODE_UPDATE && r > 0) {
-            /* B rows of this CTA's 64 pairs: 64 * r * 2 chunks */
-            for (int q = tid; q < (BM / 2) * r * 2; q += NTHREADS) {
-                const int rr = r > 0 ? r : 1;
-                int p = q / (rr * 2), j = (q >> 1) % rr, c = q & 1;
+            for (int q = tid; q < (BM / 2) * r * 4; q += NTHREADS) {
+                int p = q / (rr * 4), j = (q >> 2) % rr, c = q & 3;
                 int gp = (m0 >> 1) + p;
-                bool ok = 2 * gp < a.M;
-                const int8_t *src = a.noise + (size_t)(ok ? gp : 0) * a.pstride + a.aoff + (size_t)r * a.N +
-                                    (size_t)j * a.K + k0 + c * 16;
-                cp_async16(Bs + ((st * (BM / 2) + p) * GPU_RMAX + j) * BK + c * 16, src, ok);
+                bool ok = 2 * gp < a.M && k0 + c * 16 < kend;
+                const int8_t *src = a.noise + (ok ? (size_t)gp * a.pstride + a.aoff + a_span(r, a.N) + (size_t)j * a.K + k0 + c * 16 : 0);
+                cp_async16(Bs + ((st * (BM / 2) + p) * rr + j) * BK + c * 16, src, ok);
             }
         }
     };
@@ -143,40 +243,48 @@ __global__ void __launch_bounds__(NTHREADS) mm_kernel(MMArgs a) {
         }
         const int st = kt % STAGES;
         const int8_t *xs = Xs + st * BM * LDS, *ws = Ws + st * BN * LDS;
-        unsigned af[4][4], bf[4][2];
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int8_t *p = xs + (wm * 64 + i * 16 + gid) * LDS + tig * 4;
-            af[i][0] = *(const unsigned *)(p);
-            af[i][1] = *(const unsigned *)(p + 8 * LDS);
-            af[i][2] = *(const unsigned *)(p + 16);
-            af[i][3] = *(const unsigned *)(p + 8 * LDS + 16);
+        for (int kk = 0; kk < BK; kk += 32) {
+            unsigned af[4][4], bf[4][2];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int8_t *p = xs + (wm * 64 + i * 16 + gid) * LDS + kk + tig * 4;
+                af[i][0] = *(const unsigned *)(p);
+                af[i][1] = *(const unsigned *)(p + 8 * LDS);
+                af[i][2] = *(const unsigned *)(p + 16);
+                af[i][3] = *(const unsigned *)(p + 8 * LDS + 16);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int8_t *p = ws + (wn * 32 + j * 8 + gid) * LDS + kk + tig * 4;
+                bf[j][0] = *(const unsigned *)(p);
+                bf[j][1] = *(const unsigned *)(p + 16);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) mma_s8(acc[i][j], af[i], bf[j]);
         }
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const int8_t *p = ws + (wn * 32 + j * 8 + gid) * LDS + tig * 4;
-            bf[j][0] = *(const unsigned *)(p);
-            bf[j][1] = *(const unsigned *)(p + 16);
-        }
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++) mma_s8(acc[i][j], af[i], bf[j]);
         if (MODE != MODE_UPDATE && r > 0) {
-            /* t partials: thread -> member tid/2, half (tid&1) of the 8 words */
+            /* t partials: thread -> member tid/2, half (tid&1) of the 16 words */
             const int mi = tid >> 1, half = tid & 1;
-            const int *xw = (const int *)(xs + mi * LDS) + half * 4;
-            const int8_t *bb = Bs + ((st * (BM / 2) + (mi >> 1)) * GPU_RMAX) * BK;
+            const int4 *xw = (const int4 *)(xs + mi * LDS + half * 32);
+            const int8_t *bb = Bs + ((st * (BM / 2) + (mi >> 1)) * rr) * BK + half * 32;
+            int4 x0 = xw[0], x1 = xw[1];
 #pragma unroll
             for (int j = 0; j < GPU_RMAX; j++)
                 if (j < r) {
-                    const int *bw = (const int *)(bb + j * BK) + half * 4;
-#pragma unroll
-                    for (int w = 0; w < 4; w++) tpart[j] = __dp4a(xw[w], bw[w], tpart[j]);
+                    const int4 *bw = (const int4 *)(bb + j * BK);
+                    int4 b0 = bw[0], b1 = bw[1];
+                    int t = tpart[j];
+                    t = __dp4a(x0.x, b0.x, t); t = __dp4a(x0.y, b0.y, t); t = __dp4a(x0.z, b0.z, t); t = __dp4a(x0.w, b0.w, t);
+                    t = __dp4a(x1.x, b1.x, t); t = __dp4a(x1.y, b1.y, t); t = __dp4a(x1.z, b1.z, t); t = __dp4a(x1.w, b1.w, t);
+                    tpart[j] = t;
                 }
         }
     }
     cp_wait<0>();
+    __syncthreads();
     if (MODE != MODE_UPDATE && r > 0) {
         const int mi = tid >> 1;
 #pragma unroll
@@ -185,81 +293,68 @@ __global__ void __launch_bounds__(NTHREADS) mm_kernel(MMArgs a) {
             if ((tid & 1) == 0 && j < r) ts[mi * GPU_RMAX + j] = (mi & 1) ? -t : t;
         }
     }
-    __syncthreads();
-
-    /* epilogue: stage the int32 tile through shared memory (reusing the
-     * pipeline buffers), then walk it with consecutive threads on consecutive
-     * outputs so every global read and write is coalesced. */
-    int *Cs = (int *)smem; /* [BM][BN + 4] */
-    const int LDC = BN + 4;
+    /* epilogue: stage the int32 tile through shared memory (over the pipeline
+     * buffers), then walk it with consecutive threads on consecutive outputs,
+     * four at a time, so global reads and writes are coalesced and wide. */
+    int *Cs = (int *)smem; /* [BM][LDC] */
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                Cs[(wm * 64 + i * 16 + gid + (c >= 2 ? 8 : 0)) * LDC + wn * 32 + j * 8 + tig * 2 + (c & 1)] = acc[i][j][c];
+        for (int j = 0; j < 4; j++) {
+            int row = wm * 64 + i * 16 + gid, col = wn * 32 + j * 8 + tig * 2;
+            *(int2 *)&Cs[row * LDC + col] = make_int2(acc[i][j][0], acc[i][j][1]);
+            *(int2 *)&Cs[(row + 8) * LDC + col] = make_int2(acc[i][j][2], acc[i][j][3]);
+        }
     __syncthreads();
-    unsigned long long changed = 0;
-    const bool small = r * a.K <= 2048;
-    for (int idx = tid; idx < BM * BN; idx += NTHREADS) {
-        const int ml = idx / BN, ol = idx % BN;
-        const int m = m0 + ml, o = n0 + ol;
-        if (m >= a.M || o >= a.N) continue;
-        const int32_t v = Cs[ml * LDC + ol];
-        if (MODE == MODE_UPDATE) {
-            long long az = v < 0 ? -(long long)v : v;
-            if (v != 0 && az * 16 >= a.thr) {
-                int8_t *w = a.Wupd + (size_t)m * a.N + o;
-                int nw = egg_clip8(*w + (v > 0 ? 1 : -1));
-                changed += nw != *w;
-                *w = (int8_t)nw;
-            }
-            continue;
-        }
-        int y;
-        const int p = m >> 1;
-        if (r == 0) {
-            y = egg_mm_out(v, 0, a.pshift, a.s);
-        } else {
-            const int8_t *A = a.noise + (size_t)p * a.pstride + a.aoff;
-            const int *t = ts + ml * GPU_RMAX;
-            if (small) {
-                int32_t pp = 0;
-                for (int q = 0; q < r; q++) pp += t[q] * A[(size_t)q * a.N + o];
-                int32_t u = (v + (pp >> a.pshift)) >> a.s;
-                y = u < -127 ? -127 : (u > 127 ? 127 : u);
-            } else {
-                int64_t pp = 0;
-                for (int q = 0; q < r; q++) pp += (int64_t)t[q] * A[(size_t)q * a.N + o];
-                y = egg_mm_out(v, pp, a.pshift, a.s);
-            }
-        }
-        const size_t yi = (size_t)m * a.ldy + o;
-        if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE) {
-            int b = a.bias[o];
-            if (r > 0) {
-                const int8_t *n1 = a.noise + (size_t)p * a.pstride + a.voff;
-                b = egg_vec_pert(b, n1[o], n1[a.N + o], (m & 1) ? -1 : 1, a.pshift);
-            }
-            y = egg_clip8(y + a.other[yi] + b);
-            if (MODE == MODE_BIAS_GATE) a.gout[yi] = (int8_t)egg_gru_gate(y, a.h[yi]);
-        } else if (MODE == MODE_RESID) {
-            y = egg_clip8(y + a.other[yi]);
-        }
-        a.Y[yi] = (int8_t)y;
-    }
     if (MODE == MODE_UPDATE) {
-        for (int off = 16; off; off >>= 1) changed += __shfl_xor_sync(0xffffffffu, changed, off);
-        if (lane == 0 && changed) atomicAdd(a.changed, changed);
+        for (int idx = tid; idx < BM * BN; idx += NTHREADS) {
+            const int ml = idx / BN, ol = idx % BN, m = m0 + ml, o = n0 + ol;
+            if (m < a.M && o < a.N) {
+                int v = Cs[ml * LDC + ol];
+                if (v) atomicAdd(&a.Z[(size_t)m * a.N + o], v);
+            }
+        }
+        return;
+    }
+    const bool small = r * a.K <= 2048;
+    if ((a.N & 3) == 0 && small) {
+        switch (r) {
+        case 0: epi_tile4<MODE, 0>(a, Cs, ts, m0, n0, tid); break;
+        case 1: epi_tile4<MODE, 1>(a, Cs, ts, m0, n0, tid); break;
+        case 2: epi_tile4<MODE, 2>(a, Cs, ts, m0, n0, tid); break;
+        case 3: epi_tile4<MODE, 3>(a, Cs, ts, m0, n0, tid); break;
+        default: epi_tile4<MODE, 4>(a, Cs, ts, m0, n0, tid); break;
+        }
+    } else {
+        for (int idx = tid; idx < BM * BN; idx += NTHREADS) {
+            const int ml = idx / BN, ol = idx % BN, m = m0 + ml, o = n0 + ol;
+            if (m >= a.M || o >= a.N) continue;
+            int y = epi_one<MODE>(a, Cs[ml * LDC + ol], m, o, ts + ml * GPU_RMAX, r, small);
+            const size_t yi = (size_t)m * a.ldy + o;
+            if (MODE == MODE_BIAS_GATE) a.gout[yi] = (int8_t)egg_gru_gate(y, a.h[yi]);
+            a.Y[yi] = (int8_t)y;
+        }
     }
 }
 
-static size_t mm_smem_bytes() {
-    /* pipeline buffers (reused by the int32 epilogue tile, which must fit) + t values */
-    size_t pipe = (size_t)STAGES * (BM + BN) * LDS + (size_t)STAGES * (BM / 2) * GPU_RMAX * BK;
-    size_t ctile = (size_t)BM * (BN + 4) * 4;
-    return (pipe > ctile ? pipe : ctile) + (size_t)BM * GPU_RMAX * 4;
+static size_t mm_smem_bytes(int r) { return (size_t)mm_ts_offset(r > 0 ? r : 1) + (size_t)BM * GPU_RMAX * 4; }
+
+/* update: apply the thresholded votes Z to n weights, count changes, clear Z */
+__global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w, unsigned long long *changed) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    unsigned long long ch = 0;
+    if (i < n) {
+        int32_t z = Z[i];
+        Z[i] = 0;
+        long long az = z < 0 ? -(long long)z : z;
+        if (z != 0 && az * 16 >= thr) {
+            int nw = egg_clip8(w[i] + (z > 0 ? 1 : -1));
+            ch = nw != w[i];
+            w[i] = (int8_t)nw;
+        }
+    }
+    for (int off = 16; off; off >>= 1) ch += __shfl_xor_sync(0xffffffffu, ch, off);
+    if ((threadIdx.x & 31) == 0 && ch) atomicAdd(changed, ch);
 }
 
 /* --------------------------------------------------------- row kernels */
@@ -370,6 +465,7 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
     size_t len = kind == EGG_T_VEC ? 2 * (size_t)N : (is_emb ? (size_t)r * K : (size_t)r * (N + K));
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (p >= np || i >= len) return;
+    size_t dst = i; /* position in the blob: B of non-embedding matrices starts at a_span(r, N) */
     uint64_t key = egg_noise_key(seed, epoch, id, p0 + (uint32_t)p);
     uint32_t idx;
     if (kind == EGG_T_VEC) idx = (uint32_t)i;
@@ -380,8 +476,9 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
         size_t b = is_emb ? i : i - (size_t)r * N;
         int j = (int)(b / K), k = (int)(b % K);
         idx = (uint32_t)(N * r + k * r + j);
+        if (!is_emb) dst = a_span(r, N) + b;
     }
-    noise[(size_t)p * pstride + off + i] = (int8_t)egg_noise(key, idx);
+    noise[(size_t)p * pstride + off + dst] = (int8_t)egg_noise(key, idx);
 }
 
 /* update operands: Lm[o][e*r+j] = s_e * A_e[o][j], Rm[i][e*r+j] = B_e[i][j]; zero padding to Kp */
@@ -402,20 +499,17 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t
 }
 
 __global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint32_t id, const int *ek, const int8_t *es,
-                               long long thr, int8_t *w, unsigned long long *changed) {
+                               int32_t *Z) {
+    /* block (i-chunk, e-chunk): each thread one element i, a slice of entries */
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int e0 = blockIdx.y * 256, e1 = min(E, e0 + 256);
     if (i >= n) return;
     int32_t z = 0;
-    for (int e = 0; e < E; e++) {
+    for (int e = e0; e < e1; e++) {
         uint64_t key = egg_noise_key(seed, epoch, id, (uint32_t)ek[e]);
         z += es[e] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
     }
-    long long az = z < 0 ? -(long long)z : z;
-    if (z != 0 && az * 16 >= thr) {
-        int nw = egg_clip8(w[i] + (z > 0 ? 1 : -1));
-        if (nw != w[i]) atomicAdd(changed, 1ull);
-        w[i] = (int8_t)nw;
-    }
+    if (z) atomicAdd(&Z[i], z);
 }
 
 /* ------------------------------------------------------------ host side */
@@ -440,10 +534,31 @@ struct CudaImpl {
     size_t upd_cap;
     int *ek; int8_t *es; int ecap;
     unsigned long long *changed;
-    int smem;
+    int32_t *Z;               /* update votes of the largest tensor */
+    int smem, nsm;
     cudaStream_t st;
     uint64_t seed; uint32_t noise_epoch; int noise_valid;
+    /* EGG_PROFILE=1: synchronise after each launch and add its wall time to a category */
+    int prof;
+    double plast, pt[16];
+    long long pn[16];
 };
+enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_MIX, P_UP, P_DOWN, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
+static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "mm Uf/Uh+bias", "mix+ln2", "mm up", "mm down+res", "mm head",
+                                 "loss", "noise", "upd operands", "upd gemm", "upd vectors"};
+static void prof_mark(CudaImpl *c, int cat) {
+    if (!c->prof) return;
+    cudaStreamSynchronize(c->st);
+    double t = egg_now();
+    c->pt[cat] += t - c->plast;
+    c->pn[cat]++;
+    c->plast = t;
+}
+static void prof_start(CudaImpl *c) {
+    if (!c->prof) return;
+    cudaStreamSynchronize(c->st);
+    c->plast = egg_now();
+}
 
 static int ctx_alloc(Ctx *c, int n, int H, int L, int V, int ngroups, int rowlen, egg_err *err) {
     memset(c, 0, sizeof *c);
@@ -466,13 +581,21 @@ static void ctx_free(Ctx *c) {
 }
 
 static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
-    dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN);
+    dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN, 1);
+    if (mode == MODE_UPDATE) {
+        /* split K (the pair dimension) until the grid covers the GPU twice */
+        int tiles = (int)(grid.x * grid.y), kt = a.K / BK, want = (2 * c->nsm + tiles - 1) / tiles;
+        int per = (kt + want - 1) / want;
+        a.ksplit = per * BK;
+        grid.z = (unsigned)((kt + per - 1) / per);
+    }
+    const int smem = (int)mm_smem_bytes(mode == MODE_UPDATE ? 0 : a.r);
     switch (mode) {
-    case MODE_PLAIN: mm_kernel<MODE_PLAIN><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
-    case MODE_BIAS: mm_kernel<MODE_BIAS><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
-    case MODE_BIAS_GATE: mm_kernel<MODE_BIAS_GATE><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
-    case MODE_RESID: mm_kernel<MODE_RESID><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
-    default: mm_kernel<MODE_UPDATE><<<grid, NTHREADS, c->smem, c->st>>>(a); break;
+    case MODE_PLAIN: mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    case MODE_BIAS: mm_kernel<MODE_BIAS><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    case MODE_BIAS_GATE: mm_kernel<MODE_BIAS_GATE><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    case MODE_RESID: mm_kernel<MODE_RESID><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    default: mm_kernel<MODE_UPDATE><<<grid, NTHREADS, smem, c->st>>>(a); break;
     }
     CKL();
     return 0;
@@ -502,34 +625,47 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     const int wpb = 8, rb = (n + wpb - 1) / wpb;
     const int8_t *nz = noisy ? c->noise : NULL;
     CK(cudaMemsetAsync(x->scores, 0, sizeof(int32_t) * (size_t)n, c->st));
+    prof_start(c);
     for (int t = 0; t < T; t++) {
         embed_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, L, c->r, c->pshift, x->tokens, rowlen, t, group, gbase, m0, tp(c, EGG_T_EMB),
                                                  nz, c->pstride, c->noff[EGG_T_EMB], seed, epoch, x->X, x->Hs);
         CKL();
+        prof_mark(c, P_EMB);
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
             int8_t *Hl = x->Hs + (size_t)l * n * H;
             ln_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, x->X, tp(c, id0 + EGG_L_LN1), nz, c->pstride, c->noff[id0 + EGG_L_LN1],
                                                   c->pshift, x->XN);
             CKL();
+            prof_mark(c, P_LN);
             int rc;
             if ((rc = mm(c, x, id0 + EGG_L_WF, noisy, x->XN, x->T1, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+            prof_mark(c, P_MM_X);
             if ((rc = mm(c, x, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->T1, id0 + EGG_L_BF, Hl, x->G, err))) return rc;
+            prof_mark(c, P_MM_H);
             if ((rc = mm(c, x, id0 + EGG_L_WH, noisy, x->XN, x->T1, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+            prof_mark(c, P_MM_X);
             if ((rc = mm(c, x, id0 + EGG_L_UH, noisy, x->G, x->C, MODE_BIAS, x->T1, id0 + EGG_L_BH, NULL, NULL, err))) return rc;
+            prof_mark(c, P_MM_H);
             mix_ln_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, x->F, x->C, Hl, x->X, x->R, tp(c, id0 + EGG_L_LN2), nz, c->pstride,
                                                       c->noff[id0 + EGG_L_LN2], c->pshift, x->XN);
             CKL();
+            prof_mark(c, P_MIX);
             if ((rc = mm(c, x, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+            prof_mark(c, P_UP);
             if ((rc = mm(c, x, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, err))) return rc;
+            prof_mark(c, P_DOWN);
         }
         ln_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, x->X, tp(c, EGG_T_LNOUT(L)), nz, c->pstride, c->noff[EGG_T_LNOUT(L)],
                                               c->pshift, x->XN);
         CKL();
+        prof_mark(c, P_LN);
         int rc;
         if ((rc = mm(c, x, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+        prof_mark(c, P_HEAD);
         loss_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, V, x->logits, x->tokens, rowlen, t, group, gbase, m0, x->scores);
         CKL();
+        prof_mark(c, P_LOSS);
     }
     return 0;
 }
@@ -539,6 +675,7 @@ static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
     const egg_model *m = c->m;
     int np = (c->m1 - c->m0) / 2;
     if (np <= 0) return 0;
+    prof_start(c);
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
         int is_emb = id == EGG_T_EMB;
@@ -548,6 +685,7 @@ static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
                                               c->r, is_emb, c->noff[id], c->pstride, c->noise);
         CKL();
     }
+    prof_mark(c, P_NOISE);
     c->seed = seed; c->noise_epoch = epoch; c->noise_valid = 1;
     return 0;
 }
@@ -610,34 +748,38 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     }
     const long long thr = (long long)tau * isqrt64(P) * 256;
     CK(cudaMemsetAsync(c->changed, 0, sizeof(unsigned long long), c->st));
-    const int Kp = ((E * r + 31) / 32) * 32 > 0 ? ((E * r + 31) / 32) * 32 : 32;
+    prof_start(c);
+    const int Kp = ((E * r + BK - 1) / BK) * BK > 0 ? ((E * r + BK - 1) / BK) * BK : BK;
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
         int8_t *w = c->params + t->off;
+        if (!E) break;
         if (t->kind == EGG_T_VEC) {
-            upd_vec_kernel<<<(t->rows + 127) / 128, 128, 0, c->st>>>(E, t->rows, seed, epoch, (uint32_t)id, c->ek, c->es, thr, w,
-                                                                    c->changed);
+            dim3 g((unsigned)((t->rows + 127) / 128), (unsigned)((E + 255) / 256));
+            upd_vec_kernel<<<g, 128, 0, c->st>>>(E, t->rows, seed, epoch, (uint32_t)id, c->ek, c->es, c->Z);
             CKL();
-            continue;
+        } else {
+            const int N = t->rows, K = t->cols;
+            size_t need = (size_t)(N + K) * Kp;
+            if (need > c->upd_cap) {
+                cudaFree(c->Lm);
+                c->upd_cap = need;
+                CK(cudaMalloc(&c->Lm, need));
+            }
+            c->Rm = c->Lm + (size_t)N * Kp;
+            dim3 g((unsigned)((Kp + 255) / 256), (unsigned)(N + K));
+            upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, r, seed, epoch, (uint32_t)id, c->ek, c->es, c->Lm, c->Rm);
+            CKL();
+            prof_mark(c, P_UPD_OP);
+            MMArgs a;
+            memset(&a, 0, sizeof a);
+            a.X = c->Lm; a.ldx = Kp; a.W = c->Rm; a.ldw = Kp; a.M = N; a.N = K; a.K = Kp; a.Z = c->Z;
+            int rc = launch_mm(c, MODE_UPDATE, a, err);
+            if (rc) return rc;
         }
-        if (!E) continue;
-        const int N = t->rows, K = t->cols;
-        size_t need = (size_t)(N + K) * Kp;
-        if (need > c->upd_cap) {
-            cudaFree(c->Lm);
-            c->upd_cap = need;
-            CK(cudaMalloc(&c->Lm, need));
-        }
-        c->Rm = c->Lm + (size_t)N * Kp;
-        dim3 g((unsigned)((Kp + 255) / 256), (unsigned)(N + K));
-        upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, r, seed, epoch, (uint32_t)id, c->ek, c->es, c->Lm, c->Rm);
+        upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Z, thr, w, c->changed);
         CKL();
-        MMArgs a;
-        memset(&a, 0, sizeof a);
-        a.X = c->Lm; a.ldx = Kp; a.W = c->Rm; a.ldw = Kp; a.M = N; a.N = K; a.K = Kp;
-        a.Wupd = w; a.thr = thr; a.changed = c->changed;
-        int rc = launch_mm(c, MODE_UPDATE, a, err);
-        if (rc) return rc;
+        prof_mark(c, t->kind == EGG_T_VEC ? P_UPD_VEC : P_UPD_MM);
     }
     unsigned long long ch = 0;
     CK(cudaMemcpyAsync(&ch, c->changed, sizeof ch, cudaMemcpyDeviceToHost, c->st));
@@ -712,10 +854,19 @@ static void cuda_destroy(egg_backend *be) {
     CudaImpl *c = (CudaImpl *)be->impl;
     if (!c) return;
     cudaSetDevice(c->dev);
+    if (c->prof) {
+        double tot = 0;
+        for (int i = 0; i < P_N; i++) tot += c->pt[i];
+        fprintf(stderr, "egg: cuda profile (EGG_PROFILE, synchronised per launch):\n");
+        for (int i = 0; i < P_N; i++)
+            if (c->pn[i])
+                fprintf(stderr, "  %-16s %9.3f ms total %6.1f%% %8lld launches %8.1f us each\n", pname[i], c->pt[i] * 1e3,
+                        100 * c->pt[i] / tot, c->pn[i], c->pt[i] * 1e6 / c->pn[i]);
+    }
     if (c->train.X) ctx_free(&c->train);
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
-    cudaFree(c->params); cudaFree(c->noise); cudaFree(c->Lm); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
+    cudaFree(c->params); cudaFree(c->noise); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
     cudaStreamDestroy(c->st);
     delete c;
     be->impl = NULL;
@@ -735,6 +886,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CudaImpl *c = new CudaImpl();
     c->m = m; c->V = m->V; c->H = m->H; c->L = m->L; c->r = cfg->rank; c->pshift = 4 + cfg->sigma_shift;
     c->pop = cfg->pop; c->group = cfg->group; c->m0 = m0; c->m1 = m1; c->dev = dev;
+    c->prof = getenv("EGG_PROFILE") && atoi(getenv("EGG_PROFILE")) > 0;
     c->noff.resize((size_t)m->ntensors);
     size_t off = 0;
     for (int id = 0; id < m->ntensors; id++) {
@@ -742,7 +894,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         c->noff[(size_t)id] = off;
         if (t->kind == EGG_T_VEC) off += 2 * (size_t)t->rows;
         else if (id == EGG_T_EMB) off += (size_t)c->r * t->cols;
-        else off += (size_t)c->r * (t->rows + t->cols);
+        else off += a_span(c->r, t->rows) + (size_t)c->r * t->cols;
         off = (off + 63) & ~(size_t)63;
     }
     c->pstride = off;
@@ -766,14 +918,26 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     int rc = ctx_alloc(&c->train, n > 0 ? n : 1, m->H, m->L, m->V, ngroups, cfg->seq + 1, err);
     if (rc) { delete c; return rc; }
     c->train.n = n;
-    c->smem = (int)mm_smem_bytes();
+    c->smem = (int)mm_smem_bytes(c->r);
+    {
+        size_t zmax = 0;
+        for (int id = 0; id < m->ntensors; id++) if (m->t[id].size > zmax) zmax = m->t[id].size;
+        CK(cudaMalloc(&c->Z, sizeof(int32_t) * zmax));
+        CK(cudaMemset(c->Z, 0, sizeof(int32_t) * zmax));
+    }
     CK(cudaFuncSetAttribute(mm_kernel<MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS_GATE>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_RESID>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_UPDATE>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_PLAIN>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS_GATE>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_RESID>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_UPDATE>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
+    c->nsm = prop.multiProcessorCount;
     be->name = "cuda";
     snprintf(be->device_desc, sizeof be->device_desc, "cuda:%d %s (%d SMs, %.0f GB)", dev, prop.name, prop.multiProcessorCount,
              prop.totalGlobalMem / 1e9);
