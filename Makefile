@@ -52,6 +52,15 @@ ifneq ($(NVCC),)
   CFLAGS += -DEGG_HAVE_CUDA
   EXTRA_LIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
   BACKENDS += cuda
+  # NCCL (fitness all-gather from device memory) when its header is found
+  NCCL_INC := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+  ifneq ($(NCCL_INC),)
+    NCCL_LIBDIR := $(dir $(firstword $(wildcard $(CUDA_HOME)/lib64/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so)))
+    NVCCFLAGS += -DEGG_HAVE_NCCL -I$(dir $(NCCL_INC))
+    CFLAGS += -DEGG_HAVE_NCCL
+    EXTRA_LIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
+    BACKENDS += +nccl
+  endif
 endif
 
 all: egg_mgpu

@@ -32,6 +32,7 @@ typedef struct egg_backend egg_backend;
 struct egg_backend {
     const char *name;
     char device_desc[128];
+    int device_id;        /* GPU index on this node; -1 for the CPU */
     void *impl;
     /* Population forward: scores[m - m0] = sum of log-likelihoods (1/16 bits)
      * of member m over its window. Carries each member's recurrent state. */
@@ -49,6 +50,13 @@ struct egg_backend {
     /* The recurrent state of members [m0, m1): m-major, then layer, then H (int8). */
     int (*get_state)(egg_backend *b, int8_t *dst, egg_err *err);
     int (*set_state)(egg_backend *b, const int8_t *src, egg_err *err);
+    /* Optional (CUDA with NCCL): fitness exchange straight from device memory.
+     * nccl_init joins the communicator (uid from rank 0 through MPI);
+     * nccl_allgather sends this rank's per-pair values of the last eval (sign of
+     * the score difference, or the difference itself for --fitness norm), padded
+     * to maxc per rank, and returns all ranks' values: all[r * maxc + k]. */
+    int (*nccl_init)(egg_backend *b, int rank, int world, const unsigned char *uid, egg_err *err);
+    int (*nccl_allgather)(egg_backend *b, int norm, int pairs_local, int maxc, int32_t *all, egg_err *err);
     /* Parameters changed on the host (resume): upload. */
     int (*set_params)(egg_backend *b, const egg_model *m, egg_err *err);
     void (*destroy)(egg_backend *b);
@@ -59,6 +67,7 @@ int egg_backend_cpu_create(egg_backend *b, const egg_config *c, const egg_model 
 #ifdef EGG_HAVE_CUDA
 int egg_backend_cuda_create(egg_backend *b, const egg_config *c, const egg_model *m, int m0, int m1, int device, egg_err *err);
 int egg_cuda_device_count(void);
+int egg_cuda_nccl_uid(unsigned char *uid128); /* 0 on success, -1 without NCCL */
 #endif
 
 #endif

@@ -548,6 +548,7 @@ int egg_backend_cpu_create(egg_backend *be, const egg_config *cfg, const egg_mod
     c->state = egg_xaligned(64, (size_t)(n > 0 ? n : 1) * c->L * c->H);
     c->sstate = egg_xaligned(64, (size_t)c->L * c->H);
     be->name = "cpu";
+    be->device_id = -1;
     snprintf(be->device_desc, sizeof be->device_desc, "cpu (%d threads, %s)", c->threads, egg_simd_name(simd));
     be->impl = c;
     be->eval = cpu_eval;

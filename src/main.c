@@ -328,6 +328,47 @@ int main(int argc, char **argv) {
     }
     egg_ckpt_free(&ck);
 
+    /* fitness exchange: NCCL from device memory when every rank has its own GPU */
+    int use_nccl = 0;
+    if (R.d.world > 1 && c->exchange != 1) {
+        if (R.be.nccl_init) {
+            char mine[96], *all = egg_xmalloc(96 * (size_t)R.d.world);
+            memset(mine, 0, sizeof mine);
+            snprintf(mine, sizeof mine, "%s:%d", R.d.host, R.be.device_id);
+            size_t *cnt = egg_xmalloc(sizeof(size_t) * (size_t)R.d.world);
+            for (int r = 0; r < R.d.world; r++) cnt[r] = sizeof mine;
+            egg_dist_gather_bytes(&R.d, mine, sizeof mine, all, cnt);
+            int shared = 0;
+            if (R.d.rank == 0)
+                for (int a = 0; a < R.d.world; a++)
+                    for (int b = a + 1; b < R.d.world; b++) shared |= !strcmp(all + 96 * (size_t)a, all + 96 * (size_t)b);
+            egg_dist_bcast(&R.d, &shared, sizeof shared, 0);
+            free(all);
+            free(cnt);
+            if (shared) {
+                if (R.d.rank == 0) printf("egg: exchange: ranks share a GPU and NCCL cannot run two ranks on one GPU; using MPI\n");
+            } else {
+                unsigned char uid[128] = {0};
+                rc = 0;
+#ifdef EGG_HAVE_CUDA
+                if (R.d.rank == 0 && egg_cuda_nccl_uid(uid)) rc = egg_fail(&err, EGG_ERUNTIME, "NCCL: cannot create a unique id; use --exchange mpi");
+#endif
+                rc = egg_dist_agree(&R.d, rc, &err);
+                if (rc) return fail(&R, &err);
+                egg_dist_bcast(&R.d, uid, sizeof uid, 0);
+                rc = R.be.nccl_init(&R.be, R.d.rank, R.d.world, uid, &err);
+                rc = egg_dist_agree(&R.d, rc, &err);
+                if (rc) return fail(&R, &err);
+                use_nccl = 1;
+            }
+        } else if (c->exchange == 2 && R.d.rank == 0) {
+            printf("egg: exchange: --exchange nccl needs the cuda backend built with NCCL (this run: %s); using MPI\n", R.be.name);
+        }
+    }
+    int maxc = 0;
+    for (int r = 0; r < R.d.world; r++) if (R.counts[r] > maxc) maxc = R.counts[r];
+    int32_t *xall = use_nccl ? egg_xmalloc(sizeof(int32_t) * (size_t)maxc * R.d.world) : NULL;
+
     /* the log file is opened only now that every input is known good */
     if (R.d.rank == 0 && *c->log) {
         R.log = fopen(c->log, "a");
@@ -356,6 +397,7 @@ int main(int argc, char **argv) {
                 printf("egg: rank %d/%d on %s: pairs %d..%d\n", r, R.d.world, all + sizeof mine * (size_t)r, a, b - 1);
             }
             if (*ckpath) printf("egg: resumed from %s at step %lld\n", ckpath, (long long)R.step);
+            if (R.d.world > 1) printf("egg: fitness exchange: %s\n", use_nccl ? "NCCL all-gather from device memory" : (c->fitness == EGG_FIT_SIGN ? "MPI_Allgatherv, 2 bits per pair" : "MPI_Allgatherv, int32 per pair"));
         }
         free(all);
         free(cnt);
@@ -377,7 +419,8 @@ int main(int argc, char **argv) {
     int8_t *floc = egg_xmalloc((size_t)(R.p1 - R.p0 + 1));
     int8_t *fit = egg_xmalloc((size_t)P);
     const int64_t s0 = R.step;
-    const int tty = c->progress == 1 || (c->progress == -1 && isatty(1));
+    /* auto: a TTY and one rank (Open MPI hands rank 0 a pty even when mpirun is piped) */
+    const int tty = c->progress == 1 || (c->progress == -1 && isatty(1) && R.d.world == 1 && !getenv("OMPI_COMM_WORLD_SIZE"));
     double train_bpb = NAN, val_bpb = NAN, last_tps = 0;
     double t_eval = 0, t_exch = 0, t_upd = 0, t_steps = 0, t_eval_max = 0;
     R.t_start = egg_now();
@@ -412,7 +455,15 @@ int main(int argc, char **argv) {
         int64_t ssum = 0;
         for (int i = 0; i < nloc; i++) ssum += scores[i];
         for (int k = 0; k < R.p1 - R.p0; k++) dloc[k] = scores[2 * k] - scores[2 * k + 1];
-        if (c->fitness == EGG_FIT_SIGN) {
+        if (use_nccl) {
+            rc = R.be.nccl_allgather(&R.be, c->fitness == EGG_FIT_NORM, R.p1 - R.p0, maxc, xall, &err);
+            if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
+            int o = 0;
+            for (int r = 0; r < R.d.world; r++)
+                for (int k = 0; k < R.counts[r]; k++) dall[o++] = xall[(size_t)r * maxc + k];
+            if (c->fitness == EGG_FIT_SIGN) for (int k = 0; k < P; k++) fit[k] = (int8_t)dall[k];
+            else egg_fitness(dall, P, EGG_FIT_NORM, fit);
+        } else if (c->fitness == EGG_FIT_SIGN) {
             egg_fitness(dloc, R.p1 - R.p0, EGG_FIT_SIGN, floc);
             egg_dist_allgather_sign(&R.d, floc, R.p1 - R.p0, fit, R.counts);
         } else {
@@ -515,6 +566,7 @@ int main(int argc, char **argv) {
                (unsigned long long)sum, train_bpb, val_bpb, tps);
         if (R.log) fclose(R.log);
     }
+    free(xall);
     free(tokens); free(reset); free(scores); free(dloc); free(dall); free(floc); free(fit); free(R.counts);
     if (R.have_be) R.be.destroy(&R.be);
     egg_model_free(&R.m);

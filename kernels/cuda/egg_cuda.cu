@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "egg_gpu.h"
+#ifdef EGG_HAVE_NCCL
+#include <nccl.h>
+#endif
 
 extern "C" {
 #include "backend.h"
@@ -538,6 +541,12 @@ struct CudaImpl {
     int smem, nsm;
     cudaStream_t st;
     uint64_t seed; uint32_t noise_epoch; int noise_valid;
+#ifdef EGG_HAVE_NCCL
+    ncclComm_t comm;
+    int have_comm;
+    int32_t *xsend, *xrecv;
+    int xcap;
+#endif
     /* EGG_PROFILE=1: synchronise after each launch and add its wall time to a category */
     int prof;
     double plast, pt[16];
@@ -850,6 +859,58 @@ static int cuda_set_params(egg_backend *be, const egg_model *m, egg_err *err) {
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     return 0;
 }
+#ifdef EGG_HAVE_NCCL
+/* per-pair value of the last eval: sign of score(2k) - score(2k+1), or the difference */
+__global__ void pair_values_kernel(int pairs, int maxc, int norm, const int32_t *scores, int32_t *out) {
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= maxc) return;
+    int32_t d = k < pairs ? scores[2 * k] - scores[2 * k + 1] : 0;
+    out[k] = norm ? d : (d > 0) - (d < 0);
+}
+#define NCK(call)                                                                                                 \
+    do {                                                                                                          \
+        ncclResult_t r_ = (call);                                                                                 \
+        if (r_ != ncclSuccess)                                                                                    \
+            return egg_fail(err, EGG_ERUNTIME, "NCCL error %s at %s:%d (%s); try --exchange mpi", ncclGetErrorString(r_), \
+                            __FILE__, __LINE__, #call);                                                           \
+    } while (0)
+static int cuda_nccl_init(egg_backend *be, int rank, int world, const unsigned char *uid, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    ncclUniqueId id;
+    memcpy(&id, uid, sizeof id);
+    NCK(ncclCommInitRank(&c->comm, world, id, rank));
+    c->have_comm = 1;
+    return 0;
+}
+static int cuda_nccl_allgather(egg_backend *be, int norm, int pairs_local, int maxc, int32_t *all, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    int world = 0;
+    NCK(ncclCommCount(c->comm, &world));
+    if (maxc > c->xcap) {
+        cudaFree(c->xsend); cudaFree(c->xrecv);
+        c->xcap = maxc;
+        CK(cudaMalloc(&c->xsend, sizeof(int32_t) * (size_t)maxc));
+        CK(cudaMalloc(&c->xrecv, sizeof(int32_t) * (size_t)maxc * world));
+    }
+    pair_values_kernel<<<(maxc + 255) / 256, 256, 0, c->st>>>(pairs_local, maxc, norm, c->train.scores, c->xsend);
+    CKL();
+    NCK(ncclAllGather(c->xsend, c->xrecv, (size_t)maxc, ncclInt32, c->comm, c->st));
+    CK(cudaMemcpyAsync(all, c->xrecv, sizeof(int32_t) * (size_t)maxc * world, cudaMemcpyDeviceToHost, c->st));
+    CK(cudaStreamSynchronize(c->st));
+    return 0;
+}
+extern "C" int egg_cuda_nccl_uid(unsigned char *uid128) {
+    ncclUniqueId id;
+    if (ncclGetUniqueId(&id) != ncclSuccess) return -1;
+    memcpy(uid128, &id, sizeof id);
+    return 0;
+}
+#else
+extern "C" int egg_cuda_nccl_uid(unsigned char *uid128) { (void)uid128; return -1; }
+#endif
+
 static void cuda_destroy(egg_backend *be) {
     CudaImpl *c = (CudaImpl *)be->impl;
     if (!c) return;
@@ -867,6 +928,10 @@ static void cuda_destroy(egg_backend *be) {
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
     cudaFree(c->params); cudaFree(c->noise); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
+#ifdef EGG_HAVE_NCCL
+    if (c->have_comm) ncclCommDestroy(c->comm);
+    cudaFree(c->xsend); cudaFree(c->xrecv);
+#endif
     cudaStreamDestroy(c->st);
     delete c;
     be->impl = NULL;
@@ -939,6 +1004,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaGetDeviceProperties(&prop, dev));
     c->nsm = prop.multiProcessorCount;
     be->name = "cuda";
+    be->device_id = dev;
     snprintf(be->device_desc, sizeof be->device_desc, "cuda:%d %s (%d SMs, %.0f GB)", dev, prop.name, prop.multiProcessorCount,
              prop.totalGlobalMem / 1e9);
     be->impl = c;
@@ -950,5 +1016,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     be->set_state = cuda_set_state;
     be->set_params = cuda_set_params;
     be->destroy = cuda_destroy;
+#ifdef EGG_HAVE_NCCL
+    be->nccl_init = cuda_nccl_init;
+    be->nccl_allgather = cuda_nccl_allgather;
+#endif
     return 0;
 }
