@@ -410,7 +410,7 @@ __global__ void mix_ln_kernel(int n, int H, const int8_t *F, const int8_t *C, in
 /* x = perturbed embedding row of the member's input token; token 0 resets state */
 __global__ void embed_kernel(int n, int H, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t, int group,
                              int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
-                             uint64_t seed, uint32_t epoch, int8_t *X, int8_t *Hs) {
+                             const uint64_t *seedep, int8_t *X, int8_t *Hs) {
     int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (m >= n) return;
     int g = (m0 + m) / group - gbase;
@@ -425,7 +425,8 @@ __global__ void embed_kernel(int n, int H, int L, int r, int pshift, const int32
         return;
     }
     uint32_t pair = (uint32_t)((m0 + m) >> 1);
-    uint64_t key = egg_noise_key(seed, epoch, EGG_T_EMB, pair);
+    /* seed and epoch come from device memory so a captured graph replays every step */
+    uint64_t key = egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
     int sign = (m & 1) ? -1 : 1, av[GPU_RMAX];
     for (int j = 0; j < r; j++) av[j] = sign * egg_noise(key, (uint32_t)(tok * r + j));
     const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff;
@@ -539,6 +540,10 @@ struct CudaImpl {
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
     int smem, nsm;
+    uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
+    cudaGraph_t graph;        /* the training forward (all timesteps), captured once */
+    cudaGraphExec_t gexec;
+    int have_graph;
     cudaStream_t st;
     uint64_t seed; uint32_t noise_epoch; int noise_valid;
 #ifdef EGG_HAVE_NCCL
@@ -628,8 +633,7 @@ static int mm(CudaImpl *c, Ctx *x, int id, int noisy, const int8_t *X, int8_t *Y
     return launch_mm(c, mode, a, err);
 }
 
-static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, uint64_t seed, uint32_t epoch,
-                   egg_err *err) {
+static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, egg_err *err) {
     const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
     const int wpb = 8, rb = (n + wpb - 1) / wpb;
     const int8_t *nz = noisy ? c->noise : NULL;
@@ -637,7 +641,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     prof_start(c);
     for (int t = 0; t < T; t++) {
         embed_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, L, c->r, c->pshift, x->tokens, rowlen, t, group, gbase, m0, tp(c, EGG_T_EMB),
-                                                 nz, c->pstride, c->noff[EGG_T_EMB], seed, epoch, x->X, x->Hs);
+                                                 nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, x->X, x->Hs);
         CKL();
         prof_mark(c, P_EMB);
         for (int l = 0; l < L; l++) {
@@ -701,6 +705,11 @@ static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
 
 static int upload_tokens(CudaImpl *c, Ctx *x, const int32_t *tokens, size_t ntok, const uint8_t *reset, int ng, egg_err *err) {
     if ((int)ntok > x->tok_cap) {
+        if (x == &c->train && c->have_graph) { /* the captured graph holds the old pointer */
+            cudaGraphExecDestroy(c->gexec);
+            cudaGraphDestroy(c->graph);
+            c->have_graph = 0;
+        }
         cudaFree(x->tokens);
         x->tok_cap = (int)ntok;
         CK(cudaMalloc(&x->tokens, sizeof(int32_t) * ntok));
@@ -722,7 +731,27 @@ static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, 
     reset_kernel<<<(unsigned)((tot + 255) / 256), 256, 0, c->st>>>(n, c->H, c->L, x->reset, ctx->group, ctx->g0, ctx->m0, x->Hs);
     CKL();
     if ((rc = gen_noise(c, ctx->seed, ctx->epoch, err))) return rc;
-    if ((rc = forward(c, x, 1, ctx->seq, ctx->group, ctx->g0, ctx->m0, ctx->seed, ctx->epoch, err))) return rc;
+    const uint64_t se[2] = {ctx->seed, ctx->epoch};
+    CK(cudaMemcpyAsync(c->seedep, se, sizeof se, cudaMemcpyHostToDevice, c->st));
+    if (c->prof) {
+        if ((rc = forward(c, x, 1, ctx->seq, ctx->group, ctx->g0, ctx->m0, err))) return rc;
+    } else {
+        /* The forward is ~60 launches per timestep: capture it once as a CUDA
+         * graph (every pointer and shape is fixed for the run; the step's seed,
+         * epoch and tokens are read from device memory) and replay it. */
+        if (!c->have_graph) {
+            CK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal));
+            rc = forward(c, x, 1, ctx->seq, ctx->group, ctx->g0, ctx->m0, err);
+            cudaGraph_t g;
+            cudaError_t ce = cudaStreamEndCapture(c->st, &g);
+            if (rc) return rc;
+            CK(ce);
+            c->graph = g;
+            CK(cudaGraphInstantiate(&c->gexec, c->graph, 0));
+            c->have_graph = 1;
+        }
+        CK(cudaGraphLaunch(c->gexec, c->st));
+    }
     CK(cudaMemcpyAsync(scores, x->scores, sizeof(int32_t) * (size_t)n, cudaMemcpyDeviceToHost, c->st));
     CK(cudaStreamSynchronize(c->st));
     return 0;
@@ -814,7 +843,7 @@ static int cuda_eval_clean(egg_backend *be, int n, int len, const int32_t *token
     if ((rc = upload_tokens(c, &c->val, tokens, (size_t)n * (len + 1), NULL, 0, err))) return rc;
     x.tokens = c->val.tokens;
     CK(cudaMemsetAsync(x.Hs, 0, (size_t)c->L * c->val.n * c->H, c->st));
-    if ((rc = forward(c, &x, 0, len, 1, 0, 0, 0, 0, err))) return rc;
+    if ((rc = forward(c, &x, 0, len, 1, 0, 0, err))) return rc;
     CK(cudaMemcpyAsync(scores, x.scores, sizeof(int32_t) * (size_t)n, cudaMemcpyDeviceToHost, c->st));
     CK(cudaStreamSynchronize(c->st));
     return 0;
@@ -828,7 +857,7 @@ static int cuda_sample_step(egg_backend *be, int token, int reset, int8_t *logit
     if (reset) CK(cudaMemsetAsync(c->samp.Hs, 0, (size_t)c->L * c->H, c->st));
     int32_t row[2] = {token, 0};
     if ((rc = upload_tokens(c, &c->samp, row, 2, NULL, 0, err))) return rc;
-    if ((rc = forward(c, &c->samp, 0, 1, 1, 0, 0, 0, 0, err))) return rc;
+    if ((rc = forward(c, &c->samp, 0, 1, 1, 0, 0, err))) return rc;
     CK(cudaMemcpyAsync(logits, c->samp.logits, (size_t)c->V, cudaMemcpyDeviceToHost, c->st));
     CK(cudaStreamSynchronize(c->st));
     return 0;
@@ -932,6 +961,8 @@ static void cuda_destroy(egg_backend *be) {
     if (c->have_comm) ncclCommDestroy(c->comm);
     cudaFree(c->xsend); cudaFree(c->xrecv);
 #endif
+    if (c->have_graph) { cudaGraphExecDestroy(c->gexec); cudaGraphDestroy(c->graph); }
+    cudaFree(c->seedep);
     cudaStreamDestroy(c->st);
     delete c;
     be->impl = NULL;
@@ -980,6 +1011,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
     CK(cudaMalloc(&c->changed, sizeof(unsigned long long)));
+    CK(cudaMalloc(&c->seedep, 2 * sizeof(uint64_t)));
     int rc = ctx_alloc(&c->train, n > 0 ? n : 1, m->H, m->L, m->V, ngroups, cfg->seq + 1, err);
     if (rc) { delete c; return rc; }
     c->train.n = n;
