@@ -8,10 +8,10 @@
  * names in kernels/hip/egg_tile_hip.h (MFMA on CDNA, WMMA on RDNA3, a dot4
  * fallback elsewhere), together with __dp4a, __shfl_xor_sync and __syncwarp.
  *
- * Each backend object is built from the same source under its own names:
- * egg_backend_gpu_create / egg_gpu_device_count / egg_gpu_nccl_uid become the
- * egg_*cuda* or egg_*hip* entry points of src/backend.h, EGG_GPU_NAME is the
- * backend's name ("cuda" / "hip") and EGG_GPU_API its runtime in messages. */
+ * EGG_GPU_NAME is the backend's name ("cuda" / "hip"), EGG_GPU_API its runtime
+ * in messages. kernels/hip/egg_hip.cpp builds the HIP backend from
+ * kernels/cuda/egg_cuda.cu under its own entry points (egg_backend_hip_create,
+ * egg_hip_device_count, egg_hip_nccl_uid) and namespace. */
 #ifndef EGG_GPU_H
 #define EGG_GPU_H
 
@@ -20,9 +20,6 @@
 
 #define EGG_GPU_NAME "hip"
 #define EGG_GPU_API "HIP"
-#define egg_backend_gpu_create egg_backend_hip_create
-#define egg_gpu_device_count egg_hip_device_count
-#define egg_gpu_nccl_uid egg_hip_nccl_uid
 
 /* Runtime API. The HIP calls return hipError_t, which ROCm declares
  * [[nodiscard]]; CUDA code drops results in cleanup paths (cudaFree in a
@@ -33,6 +30,7 @@
 #define cudaStream_t hipStream_t
 #define cudaGraph_t hipGraph_t
 #define cudaGraphExec_t hipGraphExec_t
+#define cudaEvent_t hipEvent_t
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaMemcpyHostToDevice hipMemcpyHostToDevice
 #define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
@@ -70,6 +68,11 @@ static inline int egg_hip_stream_end_capture(hipStream_t s, hipGraph_t *g) { ret
 static inline int egg_hip_graph_instantiate(hipGraphExec_t *e, hipGraph_t g, unsigned long long flags) {
     return flags ? (int)hipErrorInvalidValue : (int)hipGraphInstantiate(e, g, nullptr, nullptr, 0);
 }
+static inline int egg_hip_event_create(hipEvent_t *e) { return (int)hipEventCreate(e); }
+static inline int egg_hip_event_record(hipEvent_t e, hipStream_t s = 0) { return (int)hipEventRecord(e, s); }
+static inline int egg_hip_event_synchronize(hipEvent_t e) { return (int)hipEventSynchronize(e); }
+static inline int egg_hip_event_elapsed_time(float *ms, hipEvent_t a, hipEvent_t b) { return (int)hipEventElapsedTime(ms, a, b); }
+static inline int egg_hip_event_destroy(hipEvent_t e) { return (int)hipEventDestroy(e); }
 static inline int egg_hip_graph_launch(hipGraphExec_t e, hipStream_t s) { return (int)hipGraphLaunch(e, s); }
 static inline int egg_hip_graph_exec_destroy(hipGraphExec_t e) { return (int)hipGraphExecDestroy(e); }
 static inline int egg_hip_graph_destroy(hipGraph_t g) { return (int)hipGraphDestroy(g); }
@@ -106,6 +109,11 @@ static inline int egg_hip_func_set_attribute(const void *f, hipFuncAttribute a, 
 #define cudaStreamDestroy egg_hip_stream_destroy
 #define cudaStreamBeginCapture egg_hip_stream_begin_capture
 #define cudaStreamEndCapture egg_hip_stream_end_capture
+#define cudaEventCreate egg_hip_event_create
+#define cudaEventRecord egg_hip_event_record
+#define cudaEventSynchronize egg_hip_event_synchronize
+#define cudaEventElapsedTime egg_hip_event_elapsed_time
+#define cudaEventDestroy egg_hip_event_destroy
 #define cudaGraphInstantiate egg_hip_graph_instantiate
 #define cudaGraphLaunch egg_hip_graph_launch
 #define cudaGraphExecDestroy egg_hip_graph_exec_destroy
@@ -127,9 +135,6 @@ static inline int egg_hip_func_set_attribute(const void *f, hipFuncAttribute a, 
 #include <cuda_runtime.h>
 #define EGG_GPU_NAME "cuda"
 #define EGG_GPU_API "CUDA"
-#define egg_backend_gpu_create egg_backend_cuda_create
-#define egg_gpu_device_count egg_cuda_device_count
-#define egg_gpu_nccl_uid egg_cuda_nccl_uid
 #define EGG_WARP_SIZE 32
 #endif
 

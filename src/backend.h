@@ -68,6 +68,7 @@ int egg_backend_cpu_create(egg_backend *b, const egg_config *c, const egg_model 
 int egg_backend_cuda_create(egg_backend *b, const egg_config *c, const egg_model *m, int m0, int m1, int device, egg_err *err);
 int egg_cuda_device_count(void);
 int egg_cuda_nccl_uid(unsigned char *uid128); /* 0 on success, -1 without NCCL */
+double egg_cuda_mma_peak_tops(int dev);        /* plain 8192^3 int8 GEMM rate, TOPS */
 #endif
 
 #endif

@@ -558,8 +558,13 @@ int main(int argc, char **argv) {
                tps, t_steps / nsteps, t_eval / nsteps, t_eval_max / nsteps, t_exch / nsteps, t_upd / nsteps,
                100.0 * t_upd / t_steps, 2.0 * macs * tok / t_eval_max / 1e9);
         double fwd = tok / t_eval_max;
-        printf("egg: bench forward_tok_per_s=%.0f train_over_forward=%.1f%% int8_tops=%.3f\n", fwd, 100.0 * tps / fwd,
-               2.0 * macs * tps / 1e12);
+        double tops = 2.0 * macs * tps / 1e12, peak = 0;
+#ifdef EGG_HAVE_CUDA
+        if (R.be.device_id >= 0) peak = egg_cuda_mma_peak_tops(R.be.device_id);
+#endif
+        printf("egg: bench forward_tok_per_s=%.0f train_over_forward=%.1f%% int8_tops=%.3f", fwd, 100.0 * tps / fwd, tops);
+        if (peak > 0) printf(" mma_peak_tops=%.1f pct_of_peak=%.1f%%", peak, 100.0 * tops / peak);
+        printf("\n");
     }
     if (R.d.rank == 0) {
         printf("egg: done steps=%lld checksum=%016llx train_bpb=%.4f val_bpb=%.4f tok_per_s=%.0f\n", (long long)R.step,

@@ -1071,6 +1071,40 @@ static void cuda_destroy(egg_backend *be) {
     be->impl = NULL;
 }
 
+/* A plain int8 GEMM (this kernel, r = 0, 8192^3) timed on the device: the
+ * "measured MMA peak" that --bench reports its int8 rate against. */
+extern "C" double egg_cuda_mma_peak_tops(int dev) {
+    const int n = 8192;
+    int8_t *x = NULL, *w = NULL, *y = NULL;
+    if (cudaSetDevice(dev) != cudaSuccess || cudaMalloc(&x, (size_t)n * n) != cudaSuccess ||
+        cudaMalloc(&w, (size_t)n * n) != cudaSuccess || cudaMalloc(&y, (size_t)n * n) != cudaSuccess) {
+        cudaFree(x); cudaFree(w); cudaFree(y); cudaGetLastError();
+        return 0;
+    }
+    cudaMemset(x, 3, (size_t)n * n); /* not zeros: avoid data-dependent fast paths */
+    cudaMemset(w, 5, (size_t)n * n);
+    MMArgs a;
+    memset(&a, 0, sizeof a);
+    a.X = x; a.ldx = n; a.W = w; a.ldw = n; a.M = n; a.N = n; a.K = n; a.s = 10; a.Y = y; a.ldy = n;
+    const int smem = (int)mm_smem_bytes(0);
+    cudaFuncSetAttribute(mm_kernel<MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes(GPU_RMAX));
+    dim3 grid(n / BM, n / BN);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0); cudaEventCreate(&e1);
+    mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem>>>(a);
+    cudaEventRecord(e0);
+    const int reps = 10;
+    for (int i = 0; i < reps; i++) mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem>>>(a);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    cudaEventDestroy(e0); cudaEventDestroy(e1);
+    cudaFree(x); cudaFree(w); cudaFree(y);
+    if (cudaGetLastError() != cudaSuccess || ms <= 0) return 0;
+    return 2.0 * n * (double)n * n * reps / (ms * 1e-3) / 1e12;
+}
+
 extern "C" int egg_cuda_device_count(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) { cudaGetLastError(); return 0; }

@@ -1,0 +1,46 @@
+/* egg_hip.cpp — the HIP backend: kernels/cuda/egg_cuda.cu compiled by hipcc.
+ *
+ * One kernel source, two vendors: kernels/egg_gpu.h maps the CUDA runtime to
+ * HIP and pulls in the AMD tile code (kernels/hip/egg_tile_hip.h: MFMA, WMMA,
+ * dot4), which stands in for the PTX helpers egg_cuda.cu keeps behind
+ * !__HIPCC__. This file only gives the HIP build its own names, so that a
+ * binary with both backends links: the C entry points become
+ *   egg_backend_hip_create, egg_hip_device_count, egg_hip_nccl_uid
+ * and every kernel and helper lives in namespace egg_hip (the CUDA object's
+ * are global), including the __host__ __device__ inlines whose values differ
+ * between the builds (the GEMM's shared-memory plan).
+ *
+ * Build (make does this when hipcc is found; HIP_ARCH picks the targets):
+ *   hipcc -x hip --offload-arch=gfx90a ... -Isrc -Ikernels -Ikernels/hip/compat
+ *         -c kernels/hip/egg_hip.cpp */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+/* everything egg_cuda.cu includes, at global scope first: inside the namespace
+ * below its #includes then find their guards set and add nothing */
+#include "egg_gpu.h"
+#ifdef EGG_HAVE_NCCL
+#include "compat/nccl.h" /* RCCL */
+#endif
+extern "C" {
+#include "backend.h"
+#include "config.h"
+#include "model.h"
+#include "util.h"
+}
+#include "egg_math.h"
+
+#define egg_backend_cuda_create egg_backend_hip_create
+#define egg_cuda_device_count egg_hip_device_count
+#define egg_cuda_nccl_uid egg_hip_nccl_uid
+
+#ifndef EGG_CUDA_SOURCE
+#define EGG_CUDA_SOURCE "../cuda/egg_cuda.cu"
+#endif
+
+namespace egg_hip {
+#include EGG_CUDA_SOURCE
+} // namespace egg_hip
