@@ -13,8 +13,9 @@
 #   --bind none|core|numa
 #                     none (default): ranks float; core: each rank gets
 #                     cores/ranks-per-node cores (set EGG_CORES_PER_NODE, else
-#                     this node's count is assumed for every node); numa: bind
-#                     each rank to its NUMA domain, round-robin
+#                     this node's count is assumed for every node; nodes with
+#                     unequal slots fall back to none); numa: bind each rank
+#                     to the NUMA domain it is placed in
 #   --dry-run         print the command (copy-paste runnable) and exit
 #   --mpirun PATH     mpirun to use (default: mpirun on PATH)
 #   --mpi-args "..."  extra mpirun arguments (e.g. "--prefix /opt/openmpi")

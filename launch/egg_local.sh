@@ -24,6 +24,7 @@
 #   launch/egg_local.sh --data input.txt.zst --steps 2000        # all GPUs
 #   launch/egg_local.sh -n 2 --dry-run --data input.txt           # print only
 #   CUDA_VISIBLE_DEVICES=0,1 launch/egg_local.sh --data input.txt # two GPUs
+#   CUDA_VISIBLE_DEVICES= launch/egg_local.sh -n 4 --data input.txt # CPU ranks on a GPU box
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 

@@ -32,6 +32,11 @@
 : "${NCCL_IB_HCA=}"
 : "${NCCL_IB_GID_INDEX=}"
 : "${NCCL_IB_TIMEOUT=}"
+# GeForce cards (RTX 4090 and the like) have PCIe peer-to-peer disabled, and
+# some driver / IOMMU combinations still advertise it, so NCCL hangs at its
+# first collective: NCCL_P2P_DISABLE=1 makes it go through host memory (SHM).
+# (Or skip NCCL with egg's --exchange mpi: the exchange is a few bytes.)
+: "${NCCL_P2P_DISABLE=}"
 # RCCL (AMD) reads the same NCCL_* names.
 
 # ------------------------------------------------------------ Open MPI
@@ -48,16 +53,20 @@
 : "${OMPI_MCA_btl_tcp_if_include=}"
 # Containers without CAP_SYS_PTRACE cannot use cross-memory attach (CMA): the
 # shared-memory BTL then fails with "Read -1, expected N, errno = 1". Copying
-# through the shared segment is as fast for our few-byte messages.
+# through the shared segment is as fast for our few-byte messages. (Open MPI 5
+# names this BTL sm: OMPI_MCA_btl_sm_single_copy_mechanism.)
 : "${OMPI_MCA_btl_vader_single_copy_mechanism=none}"
 # PML: unset = Open MPI chooses (ucx when built with it and a fabric is found,
 # else ob1). On InfiniBand clusters OMPI_MCA_pml=ucx; to rule UCX out while
 # debugging, OMPI_MCA_pml=ob1.
 : "${OMPI_MCA_pml=}"
-# Seconds Open MPI waits between SIGTERM and SIGKILL when it tears a job down.
-# SIGTERM to mpirun reaches the ranks only after this delay and mpirun exits 1
-# even when every rank stopped cleanly; for a graceful stop send SIGUSR1 to
-# mpirun instead (forwarded at once; the job checkpoints and exits 0).
+# Tear-down grace, in seconds (Open MPI's default: 1). When mpirun gets SIGTERM
+# or a rank dies, Open MPI sends the ranks SIGCONT, waits this long, sends
+# SIGTERM, waits as long again, then SIGKILL; mpirun then exits 1 even when
+# every rank stopped cleanly. Raise it if SIGTERM to mpirun must leave time for
+# a big model's final checkpoint (a crash then takes twice as long to clean up);
+# better, stop a job with SIGUSR1 to mpirun: forwarded at once, the ranks
+# finish the step, checkpoint and exit 0.
 : "${OMPI_MCA_odls_base_sigkill_timeout=}"
 
 # ----------------------------------------------------------------- UCX
@@ -77,14 +86,21 @@
 
 EGG_ENV_VARS=""
 for _egg_v in NCCL_NVLS_ENABLE NCCL_DEBUG NCCL_DEBUG_SUBSYS NCCL_SOCKET_IFNAME NCCL_IB_DISABLE NCCL_IB_HCA \
-    NCCL_IB_GID_INDEX NCCL_IB_TIMEOUT OMPI_MCA_btl OMPI_MCA_btl_tcp_if_include \
+    NCCL_IB_GID_INDEX NCCL_IB_TIMEOUT NCCL_P2P_DISABLE OMPI_MCA_btl OMPI_MCA_btl_tcp_if_include \
     OMPI_MCA_btl_vader_single_copy_mechanism OMPI_MCA_pml OMPI_MCA_odls_base_sigkill_timeout \
-    UCX_TLS UCX_NET_DEVICES OMP_NUM_THREADS OMP_PROC_BIND CUDA_VISIBLE_DEVICES HIP_VISIBLE_DEVICES; do
+    UCX_TLS UCX_NET_DEVICES OMP_NUM_THREADS OMP_PROC_BIND; do
     if [ -n "${!_egg_v-}" ]; then
         export "${_egg_v?}"
         EGG_ENV_VARS="$EGG_ENV_VARS $_egg_v"
     else
         unset "$_egg_v"
+    fi
+done
+# GPU visibility goes along whenever it is set, even empty (= no GPU: CPU ranks)
+for _egg_v in CUDA_VISIBLE_DEVICES HIP_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES; do
+    if [ "${!_egg_v+set}" = set ]; then
+        export "${_egg_v?}"
+        EGG_ENV_VARS="$EGG_ENV_VARS $_egg_v"
     fi
 done
 unset _egg_v

@@ -527,7 +527,7 @@ int egg_backend_cpu_create(egg_backend *be, const egg_config *cfg, const egg_mod
     c->V = m->V; c->H = m->H; c->L = m->L; c->r = cfg->rank;
     c->pshift = 4 + cfg->sigma_shift;
     c->simd = simd;
-    c->threads = cfg->threads > 0 ? cfg->threads : omp_get_num_procs();
+    c->threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads(); /* OMP_NUM_THREADS, else the cores this rank may use */
     c->pop = cfg->pop; c->group = cfg->group;
     c->m0 = m0; c->m1 = m1;
     int n = m1 - m0;

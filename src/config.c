@@ -74,7 +74,7 @@ void egg_config_defaults(egg_config *c) {
     c->fitness = EGG_FIT_SIGN; c->alpha = 4.0; c->threshold = -1;
     c->steps = 1000; c->seed = 1;
     c->val_every = 50; c->val_len = 256; c->val_windows = 32;
-    c->print_every = 1; c->progress = -1;
+    c->print_every = 1; c->progress = 0;
     c->sample_len = 200; c->temperature = 1.0; c->min_p = 0.05;
     c->checkpoint_every = 100;
     c->device = -1; c->check_every = 50; c->test_diverge_step = -1;

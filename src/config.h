@@ -38,7 +38,7 @@ typedef struct egg_config {
     /* output */
     char log[1024];
     int64_t print_every;
-    int progress;         /* -1 auto (TTY), 0 off, 1 on */
+    int progress;         /* 0 auto (TTY), 1 off, 2 on: the order of "auto|off|on" */
     int64_t sample_every;
     char prompt[1024];
     int sample_len;

@@ -119,6 +119,56 @@ static int select_backend(run *R, egg_err *err) {
     return rc;
 }
 
+/* Every rank must run the same job. Under mpirun all ranks get the same flags,
+ * but a per-node --config file, a different data file at the same path or a
+ * hand-written MPMD line can differ; the ranks would then hang in mismatched
+ * collectives or diverge. Rank 0's settings (less the per-rank ones) and a
+ * fingerprint of the data go to every rank, which names the first difference. */
+static char *job_text(const run *R) {
+    egg_config k = R->c;
+    k.threads = 0; k.device = -1; k.backend = 0; k.simd = 0; k.progress = 0;
+    k.log[0] = 0; k.dump_scores[0] = 0;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    egg_config_print(&k, f);
+    uint64_t h = 0;
+    const egg_span *sp[2] = {&R->train, &R->val};
+    for (int s = 0; s < 2; s++)
+        for (uint64_t i = 0, n = sp[s]->n; n && i < 4096; i++)
+            h = egg_mix64(h ^ egg_span_at(sp[s], i * n / 4096) ^ (uint64_t)s << 32);
+    fprintf(f, " train_tokens=%llu val_tokens=%llu data_vocab=%u data_fingerprint=%016llx version=%s",
+            (unsigned long long)R->train.n, (unsigned long long)R->val.n, R->data.vocab, (unsigned long long)h, EGG_VERSION);
+    fclose(f);
+    for (char *q = buf; *q; q++) if (*q == '\n') *q = ' ';
+    return buf;
+}
+
+static int agree_job(run *R, egg_err *err) {
+    if (R->d.world == 1) return 0;
+    char *mine = job_text(R);
+    if (!mine) return egg_fail(err, EGG_ERUNTIME, "out of memory");
+    uint64_t len = strlen(mine) + 1;
+    egg_dist_bcast(&R->d, &len, sizeof len, 0);
+    char *ref = egg_xmalloc(len);
+    if (R->d.rank == 0) memcpy(ref, mine, len);
+    egg_dist_bcast(&R->d, ref, len, 0);
+    int rc = 0;
+    if (strcmp(mine, ref)) {
+        /* the first differing key=value token, on each side */
+        const char *a = mine, *b = ref;
+        while (*a && *a == *b) a++, b++;
+        while (a > mine && a[-1] != ' ') a--, b--;
+        int la = (int)strcspn(a, " "), lb = (int)strcspn(b, " ");
+        rc = egg_fail(err, EGG_EINPUT, "this rank has %.*s, rank 0 has %.*s: every rank needs the same flags, --config and data",
+                      la > 200 ? 200 : la, a, lb > 200 ? 200 : lb, b);
+    }
+    free(ref);
+    free(mine);
+    return rc;
+}
+
 /* --------------------------------------------------------------- helpers */
 
 static void fill_tokens(const egg_span *sp, uint64_t start, int len, int32_t *dst) {
@@ -272,6 +322,9 @@ int main(int argc, char **argv) {
     rc = setup_data(&R, &err);
     rc = egg_dist_agree(&R.d, rc, &err);
     if (rc) return fail(&R, &err);
+    rc = agree_job(&R, &err);
+    rc = egg_dist_agree(&R.d, rc, &err);
+    if (rc) return fail(&R, &err);
 
     double wts[4096];
     if (R.d.world > 4096) { egg_fail(&err, EGG_EINPUT, "more than 4096 ranks"); return fail(&R, &err); }
@@ -420,7 +473,7 @@ int main(int argc, char **argv) {
     int8_t *fit = egg_xmalloc((size_t)P);
     const int64_t s0 = R.step;
     /* auto: a TTY and one rank (Open MPI hands rank 0 a pty even when mpirun is piped) */
-    const int tty = c->progress == 1 || (c->progress == -1 && isatty(1) && R.d.world == 1 && !getenv("OMPI_COMM_WORLD_SIZE"));
+    const int tty = c->progress == 2 || (c->progress == 0 && isatty(1) && R.d.world == 1 && !getenv("OMPI_COMM_WORLD_SIZE"));
     double train_bpb = NAN, val_bpb = NAN, last_tps = 0;
     double t_eval = 0, t_exch = 0, t_upd = 0, t_steps = 0, t_eval_max = 0;
     R.t_start = egg_now();
@@ -429,9 +482,12 @@ int main(int argc, char **argv) {
     int64_t timed_steps = 0;
 
     while (R.step < c->steps) {
-        if (c->time_limit > 0 && egg_now() - R.t_start >= c->time_limit) stopped_by = -1;
-        if (egg_dist_any(&R.d, g_stop_signal != 0 || stopped_by)) {
-            if (!stopped_by) stopped_by = g_stop_signal ? g_stop_signal : -1;
+        /* stop when any rank got a signal or ran out of time; every rank takes
+         * the same reason (the highest signal number, else --time-limit) */
+        int why = g_stop_signal ? (int)g_stop_signal : (c->time_limit > 0 && egg_now() - R.t_start >= c->time_limit) ? 1000 : 0;
+        why = (int)egg_dist_max_dbl(&R.d, (double)why);
+        if (why) {
+            stopped_by = why == 1000 ? -1 : why;
             break;
         }
         const int64_t step = R.step;
