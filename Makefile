@@ -63,11 +63,33 @@ ifneq ($(NVCC),)
   endif
 endif
 
+# HIP backend (kernels/hip): compiled whenever hipcc is found, from the same kernel
+# source as CUDA (kernels/hip/egg_hip.cpp includes kernels/cuda/egg_cuda.cu), so
+# CI (hipcc, no AMD GPU) compiles every kernel; the binary then says so at run time.
+# HIP_ARCH picks the AMD targets: `make HIP_ARCH=gfx1100` for one card. gfx942
+# (MI300) needs a ROCm newer than Debian 12's 5.2: gfx940 is its stand-in there.
+# gfx11 targets get a device-library directory from tools/hip_devlib.sh.
+HIP_ARCH ?= gfx90a gfx940 gfx1100
+ifneq ($(HIPCC),)
+  HIP_DEVLIB_ARCH := $(filter gfx11%,$(HIP_ARCH))
+  HIPCCFLAGS ?= -O3 -std=c++17 -Wall -Werror
+  HIPCCFLAGS += -x hip -fPIC $(foreach a,$(HIP_ARCH),--offload-arch=$(a)) -Isrc -Ikernels -Ikernels/hip/compat \
+                $(if $(HIP_DEVLIB_ARCH),--rocm-device-lib-path=$(BUILD)/hip-devlib)
+  OBJS += $(BUILD)/egg_hip.o
+  CFLAGS += -DEGG_HAVE_HIP
+  HIP_LIBDIR ?= $(firstword $(wildcard $(if $(ROCM_PATH),$(ROCM_PATH)/lib) /opt/rocm/lib))
+  ifneq ($(HIP_LIBDIR),)
+    EXTRA_LIBS += -L$(HIP_LIBDIR) -Wl,-rpath,$(HIP_LIBDIR)
+  endif
+  EXTRA_LIBS += -lamdhip64 -lstdc++
+  BACKENDS += hip
+endif
+
 all: egg_mgpu
 	@echo "make: built egg_mgpu (backends: $(BACKENDS)$(if $(MPIFLAGS),; MPI,; no MPI))"
 
 # rebuild everything when the compiler or flags change (e.g. nvcc appears)
-FLAGSTAMP := $(BUILD)/flags.$(shell echo '$(CC) $(CFLAGS) $(NVCC)' | cksum | cut -d' ' -f1)
+FLAGSTAMP := $(BUILD)/flags.$(shell echo '$(CC) $(CFLAGS) $(NVCC) $(HIPCC) $(HIP_ARCH)' | cksum | cut -d' ' -f1)
 $(FLAGSTAMP): | $(BUILD)
 	@rm -f $(BUILD)/flags.* && touch $@
 
@@ -76,6 +98,10 @@ $(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGSTAMP) | $(BUILD)
 
 $(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/backend.h src/config.h src/model.h src/util.h | $(BUILD)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/egg_hip.o: kernels/hip/egg_hip.cpp kernels/cuda/egg_cuda.cu kernels/egg_gpu.h $(wildcard kernels/hip/*.h kernels/hip/compat/*.h) \
+                    src/egg_math.h src/egg_tables.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
+	$(if $(HIP_DEVLIB_ARCH),bash tools/hip_devlib.sh $(BUILD)/hip-devlib $(HIP_DEVLIB_ARCH) >/dev/null &&) $(HIPCC) $(HIPCCFLAGS) -c $< -o $@
 
 $(BUILD):
 	@mkdir -p $(BUILD)

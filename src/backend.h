@@ -70,5 +70,11 @@ int egg_cuda_device_count(void);
 int egg_cuda_nccl_uid(unsigned char *uid128); /* 0 on success, -1 without NCCL */
 double egg_cuda_mma_peak_tops(int dev);        /* plain 8192^3 int8 GEMM rate, TOPS */
 #endif
+#ifdef EGG_HAVE_HIP /* the same kernels built by hipcc (kernels/hip/egg_hip.cpp) */
+int egg_backend_hip_create(egg_backend *b, const egg_config *c, const egg_model *m, int m0, int m1, int device, egg_err *err);
+int egg_hip_device_count(void);
+int egg_hip_nccl_uid(unsigned char *uid128); /* RCCL; -1 without */
+double egg_hip_mma_peak_tops(int dev);
+#endif
 
 #endif

@@ -15,6 +15,12 @@ void egg_dist_init(egg_dist *d, int *argc, char ***argv) {
     /* --help and --version never need MPI */
     for (int i = 1; i < *argc; i++)
         if (!strcmp((*argv)[i], "--help") || !strcmp((*argv)[i], "-h") || !strcmp((*argv)[i], "--version")) return;
+    /* Started by hand (no launcher in the environment): one process, and no
+     * MPI_Init, which would cost ~0.4 s for a singleton. mpirun/mpiexec set
+     * OMPI_COMM_WORLD_SIZE; srun --mpi=pmix sets PMIX_RANK; PMI-1/2 set PMI_RANK. */
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK") && !getenv("PMI_SIZE") &&
+        !getenv("MPI_LOCALNRANKS") && !getenv("EGG_FORCE_MPI"))
+        return;
     MPI_Init(argc, argv);
     d->mpi = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);

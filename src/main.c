@@ -97,6 +97,28 @@ static int parse_weights(const char *s, int world, double *w, egg_err *err) {
     return 1;
 }
 
+/* Entry points of the GPU runtime behind the backend in use (cuda or hip). */
+static int gpu_nccl_uid(const egg_backend *be, unsigned char *uid) {
+#ifdef EGG_HAVE_CUDA
+    if (!strcmp(be->name, "cuda")) return egg_cuda_nccl_uid(uid);
+#endif
+#ifdef EGG_HAVE_HIP
+    if (!strcmp(be->name, "hip")) return egg_hip_nccl_uid(uid);
+#endif
+    (void)be; (void)uid;
+    return -1;
+}
+static double gpu_mma_peak_tops(const egg_backend *be) {
+    if (be->device_id < 0) return 0;
+#ifdef EGG_HAVE_CUDA
+    if (!strcmp(be->name, "cuda")) return egg_cuda_mma_peak_tops(be->device_id);
+#endif
+#ifdef EGG_HAVE_HIP
+    if (!strcmp(be->name, "hip")) return egg_hip_mma_peak_tops(be->device_id);
+#endif
+    return 0;
+}
+
 static int select_backend(run *R, egg_err *err) {
     egg_config *c = &R->c;
     int p0 = R->p0, p1 = R->p1;
@@ -109,6 +131,19 @@ static int select_backend(run *R, egg_err *err) {
         if (dev >= ndev) return egg_fail(err, EGG_EINPUT, "--device %d: only %d GPUs visible", dev, ndev);
         c->backend = EGG_BK_CUDA;
         int rc = egg_backend_cuda_create(&R->be, c, &R->m, 2 * p0, 2 * p1, dev, err);
+        if (!rc) R->have_be = 1;
+        return rc;
+    }
+#endif
+#ifdef EGG_HAVE_HIP
+    int nhip = egg_hip_device_count();
+    if (c->backend == EGG_BK_HIP && nhip <= 0)
+        return egg_fail(err, EGG_EINPUT, "--backend hip: no AMD GPU is visible (check rocm-smi, access to /dev/kfd and /dev/dri, HIP_VISIBLE_DEVICES; or use --backend cpu)");
+    if (c->backend == EGG_BK_HIP || (c->backend == EGG_BK_AUTO && nhip > 0)) {
+        int dev = c->device >= 0 ? c->device : R->d.local_rank % nhip;
+        if (dev >= nhip) return egg_fail(err, EGG_EINPUT, "--device %d: only %d AMD GPUs visible", dev, nhip);
+        c->backend = EGG_BK_HIP;
+        int rc = egg_backend_hip_create(&R->be, c, &R->m, 2 * p0, 2 * p1, dev, err);
         if (!rc) R->have_be = 1;
         return rc;
     }
@@ -403,9 +438,7 @@ int main(int argc, char **argv) {
             } else {
                 unsigned char uid[128] = {0};
                 rc = 0;
-#ifdef EGG_HAVE_CUDA
-                if (R.d.rank == 0 && egg_cuda_nccl_uid(uid)) rc = egg_fail(&err, EGG_ERUNTIME, "NCCL: cannot create a unique id; use --exchange mpi");
-#endif
+                if (R.d.rank == 0 && gpu_nccl_uid(&R.be, uid)) rc = egg_fail(&err, EGG_ERUNTIME, "NCCL: cannot create a unique id; use --exchange mpi");
                 rc = egg_dist_agree(&R.d, rc, &err);
                 if (rc) return fail(&R, &err);
                 egg_dist_bcast(&R.d, uid, sizeof uid, 0);
@@ -415,7 +448,7 @@ int main(int argc, char **argv) {
                 use_nccl = 1;
             }
         } else if (c->exchange == 2 && R.d.rank == 0) {
-            printf("egg: exchange: --exchange nccl needs the cuda backend built with NCCL (this run: %s); using MPI\n", R.be.name);
+            printf("egg: exchange: --exchange nccl needs a GPU backend built with NCCL/RCCL (this run: %s); using MPI\n", R.be.name);
         }
     }
     int maxc = 0;
@@ -615,9 +648,7 @@ int main(int argc, char **argv) {
                100.0 * t_upd / t_steps, 2.0 * macs * tok / t_eval_max / 1e9);
         double fwd = tok / t_eval_max;
         double tops = 2.0 * macs * tps / 1e12, peak = 0;
-#ifdef EGG_HAVE_CUDA
-        if (R.be.device_id >= 0) peak = egg_cuda_mma_peak_tops(R.be.device_id);
-#endif
+        peak = gpu_mma_peak_tops(&R.be);
         printf("egg: bench forward_tok_per_s=%.0f train_over_forward=%.1f%% int8_tops=%.3f", fwd, 100.0 * tps / fwd, tops);
         if (peak > 0) printf(" mma_peak_tops=%.1f pct_of_peak=%.1f%%", peak, 100.0 * tops / peak);
         printf("\n");

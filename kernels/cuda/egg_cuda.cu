@@ -33,7 +33,7 @@ extern "C" {
     do {                                                                                                           \
         cudaError_t e_ = (call);                                                                                   \
         if (e_ != cudaSuccess)                                                                                     \
-            return egg_fail(err, EGG_ERUNTIME, "CUDA error %s at %s:%d (%s)", cudaGetErrorString(e_), __FILE__, \
+            return egg_fail(err, EGG_ERUNTIME, EGG_GPU_API " error %s at %s:%d (%s)", cudaGetErrorString(e_), __FILE__, \
                             __LINE__, #call);                                                                      \
     } while (0)
 #define CKL() CK(cudaGetLastError())
@@ -50,7 +50,17 @@ enum { MODE_PLAIN = 0, MODE_BIAS = 1, MODE_BIAS_GATE = 2, MODE_RESID = 3, MODE_U
 #define BN 128
 #define BK 64
 #define LDS 80 /* padded smem row: 64 data bytes + 16 -> conflict-free 32-bit fragment loads */
+/* Shared-memory plan. AMD has 64 KiB of LDS per workgroup and no cp.async
+ * (kernels/hip/egg_tile_hip.h copies synchronously, so stages add no overlap):
+ * one stage, and the int32 C tile staged in passes of BM/2 rows (38 KiB at
+ * rank 4). -DEGG_GEMM_AMD_PLAN selects that plan on NVIDIA too (tests). */
+#if defined(__HIPCC__) || defined(EGG_GEMM_AMD_PLAN)
+#define STAGES 1
+#define EPI_ROWS (BM / 2)
+#else
 #define STAGES 3
+#define EPI_ROWS BM
+#endif
 #define NTHREADS 256
 #define LDC (BN + 4)
 
@@ -67,6 +77,7 @@ struct MMArgs {
     int32_t *Z; int ksplit;          /* update: split-K partial sums, atomically added */
 };
 
+#if !defined(__HIPCC__) /* PTX; HIP: the same names in kernels/hip/egg_tile_hip.h */
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool pred) {
     unsigned saddr = (unsigned)__cvta_generic_to_shared(smem);
     int sz = pred ? 16 : 0;
@@ -81,6 +92,7 @@ __device__ __forceinline__ void mma_s8(int (&c)[4], const unsigned (&a)[4], cons
         : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+#endif
 
 #if !defined(__HIPCC__)
 __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const int8_t *p) {
@@ -91,9 +103,9 @@ __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const int8_t *p) {
 }
 #endif
 
-__host__ __device__ __forceinline__ int mm_pipe_bytes(int r) { return STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * r * BK; }
-__host__ __device__ __forceinline__ int mm_ts_offset(int r) {
-    int pipe = mm_pipe_bytes(r), ctile = BM * LDC * 4;
+__host__ __device__ constexpr int mm_pipe_bytes(int r) { return STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * r * BK; }
+__host__ __device__ constexpr int mm_ts_offset(int r) {
+    int pipe = mm_pipe_bytes(r), ctile = EPI_ROWS * LDC * 4;
     return pipe > ctile ? pipe : ctile;
 }
 
@@ -140,7 +152,7 @@ __device__ __forceinline__ void epi_tile4_prefetch(const MMArgs &a, const int *C
     /* BM*BN/4 = 16 groups per thread: first gather every global input of all
      * of them (read-only loads, issued back to back so their latencies overlap),
      * then compute and store. */
-    constexpr int IT = 4, NB = BM * BN / 4 / NTHREADS / IT; /* batches of 4 groups bound the registers */
+    constexpr int IT = 4, NB = EPI_ROWS * BN / 4 / NTHREADS / IT; /* batches of 4 groups bound the registers */
 #pragma unroll 1
     for (int bt = 0; bt < NB; bt++) {
     char4 Av[IT][R > 0 ? R : 1], ot[IT], hv[IT], n1v[IT], n2v[IT], bv[IT];
@@ -207,7 +219,7 @@ __device__ __forceinline__ void epi_tile4_prefetch(const MMArgs &a, const int *C
 
 template <int MODE, int R>
 __device__ __forceinline__ void epi_tile4_simple(const MMArgs &a, const int *Cs, const int *ts, int m0, int n0, int tid) {
-    for (int idx = tid; idx < BM * BN / 4; idx += NTHREADS) {
+    for (int idx = tid; idx < EPI_ROWS * BN / 4; idx += NTHREADS) {
         const int ml = idx / (BN / 4), ol = (idx % (BN / 4)) * 4, m = m0 + ml, o = n0 + ol;
         if (m >= a.M || o >= a.N) continue;
         const int4 v = *(const int4 *)&Cs[ml * LDC + ol];
@@ -325,12 +337,16 @@ __global__ void __launch_bounds__(NTHREADS) mm_kernel(MMArgs a) {
         cp_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
-        cp_wait<STAGES - 2>();
+        cp_wait<(STAGES > 1 ? STAGES - 2 : 0)>();
         __syncthreads();
         {
             int nk = kt + STAGES - 1;
             if (nk < KT) load_stage(nk % STAGES, nk);
             cp_commit();
+        }
+        if (STAGES == 1) { /* the stage just loaded is the one computed on */
+            cp_wait<0>();
+            __syncthreads();
         }
         const int st = kt % STAGES;
         const int8_t *xs = Xs + st * BM * LDS, *ws = Ws + st * BN * LDS;
@@ -402,43 +418,50 @@ __global__ void __launch_bounds__(NTHREADS) mm_kernel(MMArgs a) {
     /* epilogue: stage the int32 tile through shared memory (over the pipeline
      * buffers), then walk it with consecutive threads on consecutive outputs,
      * four at a time, so global reads and writes are coalesced and wide. */
-    int *Cs = (int *)smem; /* [BM][LDC] */
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            int row = wm * 64 + i * 16 + gid, col = wn * 32 + j * 8 + tig * 2;
-            *(int2 *)&Cs[row * LDC + col] = make_int2(acc[i][j][0], acc[i][j][1]);
-            *(int2 *)&Cs[(row + 8) * LDC + col] = make_int2(acc[i][j][2], acc[i][j][3]);
-        }
-    __syncthreads();
-    if (MODE == MODE_UPDATE) {
-        for (int idx = tid; idx < BM * BN; idx += NTHREADS) {
-            const int ml = idx / BN, ol = idx % BN, m = m0 + ml, o = n0 + ol;
-            if (m < a.M && o < a.N) {
-                int v = Cs[ml * LDC + ol];
-                if (v) atomicAdd(&a.Z[(size_t)m * a.N + o], v);
-            }
-        }
-        return;
-    }
+    int *Cs = (int *)smem; /* [EPI_ROWS][LDC] */
     const bool small = r * a.K <= 2048;
-    if ((a.N & 3) == 0 && small) {
-        switch (r) {
-        case 0: epi_tile4<MODE, 0>(a, Cs, ts, m0, n0, tid); break;
-        case 1: epi_tile4<MODE, 1>(a, Cs, ts, m0, n0, tid); break;
-        case 2: epi_tile4<MODE, 2>(a, Cs, ts, m0, n0, tid); break;
-        case 3: epi_tile4<MODE, 3>(a, Cs, ts, m0, n0, tid); break;
-        default: epi_tile4<MODE, 4>(a, Cs, ts, m0, n0, tid); break;
+    for (int p = 0; p < BM / EPI_ROWS; p++) { /* one pass unless shared memory is short (AMD) */
+        const int r0 = p * EPI_ROWS, e0 = m0 + r0;
+        const int *tse = ts + r0 * GPU_RMAX;
+        if (p) __syncthreads(); /* the previous pass has read Cs */
+        if (wm * (BM / 2) / EPI_ROWS == p) {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    int row = wm * 64 + i * 16 + gid - r0, col = wn * 32 + j * 8 + tig * 2;
+                    *(int2 *)&Cs[row * LDC + col] = make_int2(acc[i][j][0], acc[i][j][1]);
+                    *(int2 *)&Cs[(row + 8) * LDC + col] = make_int2(acc[i][j][2], acc[i][j][3]);
+                }
         }
-    } else {
-        for (int idx = tid; idx < BM * BN; idx += NTHREADS) {
-            const int ml = idx / BN, ol = idx % BN, m = m0 + ml, o = n0 + ol;
-            if (m >= a.M || o >= a.N) continue;
-            int y = epi_one<MODE>(a, Cs[ml * LDC + ol], m, o, ts + ml * GPU_RMAX, r, small);
-            const size_t yi = (size_t)m * a.ldy + o;
-            if (MODE == MODE_BIAS_GATE) a.gout[yi] = (int8_t)egg_gru_gate(y, a.h[yi]);
-            a.Y[yi] = (int8_t)y;
+        __syncthreads();
+        if (MODE == MODE_UPDATE) {
+            for (int idx = tid; idx < EPI_ROWS * BN; idx += NTHREADS) {
+                const int ml = idx / BN, ol = idx % BN, m = e0 + ml, o = n0 + ol;
+                if (m < a.M && o < a.N) {
+                    int v = Cs[ml * LDC + ol];
+                    if (v) atomicAdd(&a.Z[(size_t)m * a.N + o], v);
+                }
+            }
+            continue;
+        }
+        if ((a.N & 3) == 0 && small) {
+            switch (r) {
+            case 0: epi_tile4<MODE, 0>(a, Cs, tse, e0, n0, tid); break;
+            case 1: epi_tile4<MODE, 1>(a, Cs, tse, e0, n0, tid); break;
+            case 2: epi_tile4<MODE, 2>(a, Cs, tse, e0, n0, tid); break;
+            case 3: epi_tile4<MODE, 3>(a, Cs, tse, e0, n0, tid); break;
+            default: epi_tile4<MODE, 4>(a, Cs, tse, e0, n0, tid); break;
+            }
+        } else {
+            for (int idx = tid; idx < EPI_ROWS * BN; idx += NTHREADS) {
+                const int ml = idx / BN, ol = idx % BN, m = e0 + ml, o = n0 + ol;
+                if (m >= a.M || o >= a.N) continue;
+                int y = epi_one<MODE>(a, Cs[ml * LDC + ol], m, o, tse + ml * GPU_RMAX, r, small);
+                const size_t yi = (size_t)m * a.ldy + o;
+                if (MODE == MODE_BIAS_GATE) a.gout[yi] = (int8_t)egg_gru_gate(y, a.h[yi]);
+                a.Y[yi] = (int8_t)y;
+            }
         }
     }
 }
@@ -1050,7 +1073,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->prof) {
         double tot = 0;
         for (int i = 0; i < P_N; i++) tot += c->pt[i];
-        fprintf(stderr, "egg: cuda profile (EGG_PROFILE, synchronised per launch):\n");
+        fprintf(stderr, "egg: " EGG_GPU_NAME " profile (EGG_PROFILE, synchronised per launch):\n");
         for (int i = 0; i < P_N; i++)
             if (c->pn[i])
                 fprintf(stderr, "  %-16s %9.3f ms total %6.1f%% %8lld launches %8.1f us each\n", pname[i], c->pt[i] * 1e3,
@@ -1114,7 +1137,7 @@ extern "C" int egg_cuda_device_count(void) {
 extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, const egg_model *m, int m0, int m1, int dev,
                                        egg_err *err) {
     if (cfg->rank > GPU_RMAX)
-        return egg_fail(err, EGG_EINPUT, "--rank %d: the cuda backend supports rank 1..%d (use --backend cpu for more)", cfg->rank, GPU_RMAX);
+        return egg_fail(err, EGG_EINPUT, "--rank %d: the " EGG_GPU_NAME " backend supports rank 1..%d (use --backend cpu for more)", cfg->rank, GPU_RMAX);
     CK(cudaSetDevice(dev));
     CudaImpl *c = new CudaImpl();
     c->m = m; c->V = m->V; c->H = m->H; c->L = m->L; c->r = cfg->rank; c->pshift = 4 + cfg->sigma_shift;
@@ -1172,10 +1195,15 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
     c->nsm = prop.multiProcessorCount;
-    be->name = "cuda";
+    be->name = EGG_GPU_NAME;
     be->device_id = dev;
+#if defined(__HIPCC__) /* the wavefront size is the device's (64 on CDNA, 32 on RDNA) */
+    snprintf(be->device_desc, sizeof be->device_desc, "hip:%d %s (%s, wave%d, %d CUs, %.0f GB)", dev, prop.name,
+             prop.gcnArchName, prop.warpSize, prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+#else
     snprintf(be->device_desc, sizeof be->device_desc, "cuda:%d %s (%d SMs, %.0f GB)", dev, prop.name, prop.multiProcessorCount,
              prop.totalGlobalMem / 1e9);
+#endif
     be->impl = c;
     be->eval = cuda_eval;
     be->update = cuda_update;

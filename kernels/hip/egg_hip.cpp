@@ -5,10 +5,13 @@
  * dot4), which stands in for the PTX helpers egg_cuda.cu keeps behind
  * !__HIPCC__. This file only gives the HIP build its own names, so that a
  * binary with both backends links: the C entry points become
- *   egg_backend_hip_create, egg_hip_device_count, egg_hip_nccl_uid
+ *   egg_backend_hip_create, egg_hip_device_count, egg_hip_nccl_uid, egg_hip_mma_peak_tops
  * and every kernel and helper lives in namespace egg_hip (the CUDA object's
  * are global), including the __host__ __device__ inlines whose values differ
- * between the builds (the GEMM's shared-memory plan).
+ * between the builds (the GEMM's shared-memory plan). A new extern "C" function
+ * in egg_cuda.cu needs its line below: tests/t_hip_build.sh fails on any global
+ * symbol of this object outside egg_hip / egg_*hip_*. -DEGG_CUDA_SOURCE='"FILE"'
+ * builds from another copy of the kernel source (to try a change).
  *
  * Build (make does this when hipcc is found; HIP_ARCH picks the targets):
  *   hipcc -x hip --offload-arch=gfx90a ... -Isrc -Ikernels -Ikernels/hip/compat
@@ -36,6 +39,7 @@ extern "C" {
 #define egg_backend_cuda_create egg_backend_hip_create
 #define egg_cuda_device_count egg_hip_device_count
 #define egg_cuda_nccl_uid egg_hip_nccl_uid
+#define egg_cuda_mma_peak_tops egg_hip_mma_peak_tops
 
 #ifndef EGG_CUDA_SOURCE
 #define EGG_CUDA_SOURCE "../cuda/egg_cuda.cu"
@@ -44,3 +48,8 @@ extern "C" {
 namespace egg_hip {
 #include EGG_CUDA_SOURCE
 } // namespace egg_hip
+
+/* AMD gives a workgroup 64 KiB of LDS (gfx90a, gfx94x, gfx11): the GEMM's plan at
+ * the largest rank must fit, or every launch would fail at run time. */
+static_assert(egg_hip::mm_ts_offset(egg_hip::GPU_RMAX) + BM * egg_hip::GPU_RMAX * 4 <= 65536,
+              "mm_kernel needs more than 64 KiB of LDS; see the shared-memory plan in egg_cuda.cu");

@@ -14,7 +14,9 @@
  *   anything else        fallback: gather + 32 dot4 per lane       plain C (4 multiplies)
  * MFMA/WMMA operands are exchanged with ds_bpermute rounds (kernels/hip/egg_tile_map.h,
  * checked on the CPU by tests/test_hip_tiles.c): 10 per MFMA wave (two tiles), 20 per
- * WMMA tile, 32 per tile for the fallback. The copies are synchronous (a plain 16-byte
+ * WMMA tile, 32 per tile for the fallback. Like mma.sync (.aligned), mma_s8 must be
+ * reached by every lane of the wavefront at once: on wave64 both logical warps,
+ * whose tiles one MFMA sequence computes (mm_kernel calls it unconditionally). The copies are synchronous (a plain 16-byte
  * load and LDS store; the kernel's __syncthreads order them), so STAGES > 1 buys no
  * overlap here. Integer results are exact, as on NVIDIA: the same bits on every path.
  * None of this has run on AMD hardware (none is available to the project): compile,
@@ -27,7 +29,9 @@
 
 #include "egg_tile_map.h"
 
-/* ---------------------------------------------------------- target selection */
+/* ---------------------------------------------------------- target selection
+ * (-DEGG_AMD_TILE=0 forces the fallback, e.g. to compare paths on one card) */
+#ifndef EGG_AMD_TILE
 #if defined(__gfx90a__)
 #define EGG_AMD_TILE 1 /* MFMA 16x16x16 i8, wave64 */
 #elif defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
@@ -37,13 +41,16 @@
 #else
 #define EGG_AMD_TILE 0 /* fallback (also the host pass, which never runs these) */
 #endif
+#endif
 
+#ifndef EGG_AMD_DOT4
 #if defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || defined(__gfx1030__)
 #define EGG_AMD_DOT4 1 /* v_dot4_i32_i8 */
 #elif defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__)
 #define EGG_AMD_DOT4 2 /* v_dot4_i32_iu8 (sdot4 crashes clang 15 on gfx11) */
 #else
-#define EGG_AMD_DOT4 0
+#define EGG_AMD_DOT4 0 /* four multiplies */
+#endif
 #endif
 
 /* --------------------------------------------------------- intrinsic shims
