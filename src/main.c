@@ -343,6 +343,12 @@ int main(int argc, char **argv) {
     static run R;
     egg_err err = {0};
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* before MPI start-up, data, resume and device set-up: a stop request (Slurm's
+     * --signal, preemption, Ctrl-C) that arrives while those run must not kill the
+     * process; it is honoured at the first step boundary */
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGUSR1, on_signal);
     egg_dist_init(&R.d, &argc, &argv);
     egg_config *c = &R.c;
     egg_config_defaults(c);
@@ -488,10 +494,6 @@ int main(int argc, char **argv) {
         free(all);
         free(cnt);
     }
-
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGUSR1, on_signal);
 
     /* ---------------------------------------------------------- training */
     const int T = c->seq, gs = c->group;
