@@ -89,15 +89,15 @@ all: egg_mgpu
 	@echo "make: built egg_mgpu (backends: $(BACKENDS)$(if $(MPIFLAGS),; MPI,; no MPI))"
 
 # rebuild everything when the compiler or flags change (e.g. nvcc appears)
-FLAGSTAMP := $(BUILD)/flags.$(shell echo '$(CC) $(CFLAGS) $(NVCC) $(HIPCC) $(HIP_ARCH)' | cksum | cut -d' ' -f1)
+FLAGSTAMP := $(BUILD)/flags.$(shell echo '$(CC) $(CFLAGS) $(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) $(HIPCC) $(HIP_ARCH)' | cksum | cut -d' ' -f1)
 $(FLAGSTAMP): | $(BUILD)
 	@rm -f $(BUILD)/flags.* && touch $@
 
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGSTAMP) | $(BUILD)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/backend.h src/config.h src/model.h src/util.h | $(BUILD)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
+	$(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) -c $< -o $@
 
 $(BUILD)/egg_hip.o: kernels/hip/egg_hip.cpp kernels/cuda/egg_cuda.cu kernels/egg_gpu.h $(wildcard kernels/hip/*.h kernels/hip/compat/*.h) \
                     src/egg_math.h src/egg_tables.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)

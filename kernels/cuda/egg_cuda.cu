@@ -57,9 +57,17 @@ enum { MODE_PLAIN = 0, MODE_BIAS = 1, MODE_BIAS_GATE = 2, MODE_RESID = 3, MODE_U
 #if defined(__HIPCC__) || defined(EGG_GEMM_AMD_PLAN)
 #define STAGES 1
 #define EPI_ROWS (BM / 2)
+#elif defined(EGG_MM_OCC3)
+/* experiment: 2 stages (smem 69.6 KB) and <= 80 registers so 3 CTAs fit an SM */
+#define STAGES 2
+#define EPI_ROWS BM
+#define MM_MIN_BLOCKS 3
 #else
 #define STAGES 3
 #define EPI_ROWS BM
+#endif
+#ifndef MM_MIN_BLOCKS
+#define MM_MIN_BLOCKS 1
 #endif
 #define NTHREADS 256
 #define LDC (BN + 4)
@@ -279,7 +287,7 @@ __device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const 
  * rows pass through shared memory, each member's t_j = x . B_j is accumulated
  * with dp4a from its pair's B rows (the rank-r term needs it in the epilogue). */
 template <int MODE>
-__global__ void __launch_bounds__(NTHREADS) mm_kernel(MMArgs a) {
+__global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int r = (MODE == MODE_UPDATE) ? 0 : a.r;
     const int rr = r > 0 ? r : 1;
