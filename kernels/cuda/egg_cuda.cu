@@ -156,77 +156,7 @@ __device__ __forceinline__ int epi_one(const MMArgs &a, int32_t v, int m, int o,
  * R known at compile time. Same integer operations as epi_one. */
 __device__ __forceinline__ int clip4(int v) { return v < -127 ? -127 : (v > 127 ? 127 : v); }
 template <int MODE, int R>
-__device__ __forceinline__ void epi_tile4_prefetch(const MMArgs &a, const int *Cs, const int *ts, int m0, int n0, int tid) {
-    /* BM*BN/4 = 16 groups per thread: first gather every global input of all
-     * of them (read-only loads, issued back to back so their latencies overlap),
-     * then compute and store. */
-    constexpr int IT = 4, NB = EPI_ROWS * BN / 4 / NTHREADS / IT; /* batches of 4 groups bound the registers */
-#pragma unroll 1
-    for (int bt = 0; bt < NB; bt++) {
-    char4 Av[IT][R > 0 ? R : 1], ot[IT], hv[IT], n1v[IT], n2v[IT], bv[IT];
-#pragma unroll
-    for (int it = 0; it < IT; it++) {
-        const int idx = tid + (bt * IT + it) * NTHREADS, ml = idx / (BN / 4), ol = (idx % (BN / 4)) * 4, m = m0 + ml, o = n0 + ol;
-        if (m >= a.M || o >= a.N) continue;
-        const int8_t *blob = R > 0 ? a.noise + (size_t)(m >> 1) * a.pstride : NULL;
-        const size_t yi = (size_t)m * a.ldy + o;
-#pragma unroll
-        for (int q = 0; q < R; q++) Av[it][q] = __ldg((const char4 *)(blob + a.aoff + (size_t)q * a.N + o));
-        if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE || MODE == MODE_RESID) ot[it] = __ldg((const char4 *)(a.other + yi));
-        if (MODE == MODE_BIAS_GATE) hv[it] = __ldg((const char4 *)(a.h + yi));
-        if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE) {
-            bv[it] = __ldg((const char4 *)(a.bias + o));
-            if (R > 0) {
-                n1v[it] = __ldg((const char4 *)(blob + a.voff + o));
-                n2v[it] = __ldg((const char4 *)(blob + a.voff + a.N + o));
-            }
-        }
-    }
-#pragma unroll
-    for (int it = 0; it < IT; it++) {
-        const int idx = tid + (bt * IT + it) * NTHREADS, ml = idx / (BN / 4), ol = (idx % (BN / 4)) * 4, m = m0 + ml, o = n0 + ol;
-        if (m >= a.M || o >= a.N) continue;
-        const int4 v = *(const int4 *)&Cs[ml * LDC + ol];
-        int y0, y1, y2, y3;
-        if (R == 0) {
-            y0 = clip4(v.x >> a.s); y1 = clip4(v.y >> a.s); y2 = clip4(v.z >> a.s); y3 = clip4(v.w >> a.s);
-        } else {
-            int p0 = 0, p1 = 0, p2 = 0, p3 = 0;
-#pragma unroll
-            for (int q = 0; q < R; q++) {
-                const int t = ts[ml * GPU_RMAX + q];
-                const char4 A = Av[it][q];
-                p0 += t * A.x; p1 += t * A.y; p2 += t * A.z; p3 += t * A.w;
-            }
-            y0 = clip4((v.x + (p0 >> a.pshift)) >> a.s);
-            y1 = clip4((v.y + (p1 >> a.pshift)) >> a.s);
-            y2 = clip4((v.z + (p2 >> a.pshift)) >> a.s);
-            y3 = clip4((v.w + (p3 >> a.pshift)) >> a.s);
-        }
-        const size_t yi = (size_t)m * a.ldy + o;
-        if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE) {
-            int b0 = bv[it].x, b1 = bv[it].y, b2 = bv[it].z, b3 = bv[it].w;
-            if (R > 0) {
-                const int sg = (m & 1) ? -1 : 1;
-                b0 = egg_vec_pert(b0, n1v[it].x, n2v[it].x, sg, a.pshift); b1 = egg_vec_pert(b1, n1v[it].y, n2v[it].y, sg, a.pshift);
-                b2 = egg_vec_pert(b2, n1v[it].z, n2v[it].z, sg, a.pshift); b3 = egg_vec_pert(b3, n1v[it].w, n2v[it].w, sg, a.pshift);
-            }
-            y0 = clip4(y0 + ot[it].x + b0); y1 = clip4(y1 + ot[it].y + b1); y2 = clip4(y2 + ot[it].z + b2); y3 = clip4(y3 + ot[it].w + b3);
-            if (MODE == MODE_BIAS_GATE) {
-                const char4 h = hv[it];
-                *(char4 *)(a.gout + yi) = make_char4((signed char)egg_gru_gate(y0, h.x), (signed char)egg_gru_gate(y1, h.y),
-                                                     (signed char)egg_gru_gate(y2, h.z), (signed char)egg_gru_gate(y3, h.w));
-            }
-        } else if (MODE == MODE_RESID) {
-            y0 = clip4(y0 + ot[it].x); y1 = clip4(y1 + ot[it].y); y2 = clip4(y2 + ot[it].z); y3 = clip4(y3 + ot[it].w);
-        }
-        *(char4 *)(a.Y + yi) = make_char4((signed char)y0, (signed char)y1, (signed char)y2, (signed char)y3);
-    }
-    }
-}
-
-template <int MODE, int R>
-__device__ __forceinline__ void epi_tile4_simple(const MMArgs &a, const int *Cs, const int *ts, int m0, int n0, int tid) {
+__device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const int *ts, int m0, int n0, int tid) {
     for (int idx = tid; idx < EPI_ROWS * BN / 4; idx += NTHREADS) {
         const int ml = idx / (BN / 4), ol = (idx % (BN / 4)) * 4, m = m0 + ml, o = n0 + ol;
         if (m >= a.M || o >= a.N) continue;
@@ -270,15 +200,6 @@ __device__ __forceinline__ void epi_tile4_simple(const MMArgs &a, const int *Cs,
         }
         *(char4 *)(a.Y + yi) = make_char4((signed char)y0, (signed char)y1, (signed char)y2, (signed char)y3);
     }
-}
-
-/* Measured on H100 (EGG-256x6): batched prefetch helps the plain MMs (Wf/Wh
- * 35 -> 28 us, up 123 -> 97 us) but slows the bias/gate and residual ones
- * (44 -> 72 us), so each mode takes its faster variant. */
-template <int MODE, int R>
-__device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const int *ts, int m0, int n0, int tid) {
-    if (MODE == MODE_PLAIN) epi_tile4_prefetch<MODE, R>(a, Cs, ts, m0, n0, tid);
-    else epi_tile4_simple<MODE, R>(a, Cs, ts, m0, n0, tid);
 }
 
 /* One CTA: BM rows of X (members, or update rows) x BN rows of W (outputs).
