@@ -53,7 +53,7 @@ static const opt_def OPTS[] = {
     {"sample-len", T_INT, O(sample_len), 1, 1 << 20, NULL, "tokens per sample [200]"},
     {"temperature", T_DBL, O(temperature), 0, 100, NULL, "sampling temperature; 0 = greedy [1.0]"},
     {"min-p", T_DBL, O(min_p), 0, 1, NULL, "min-p sampling cut-off [0.05]"},
-    {"presence-penalty", T_DBL, O(presence_penalty), 0, 100, NULL, "logit penalty (in 1/16 bits x16) for tokens already sampled [0]"},
+    {"presence-penalty", T_DBL, O(presence_penalty), 0, 100, NULL, "lower the logit of tokens already sampled by X bits [0]"},
     {"checkpoint-dir", T_STR, O(checkpoint_dir), 0, 0, NULL, "directory for checkpoints (created if missing)"},
     {"checkpoint-every", T_I64, O(checkpoint_every), 0, 1e15, NULL, "write a checkpoint every N steps (and at the end); 0 = end only [100]"},
     {"resume", T_STR, O(resume), 0, 0, NULL, "resume from 'latest' (in --checkpoint-dir) or a checkpoint path"},

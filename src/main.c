@@ -632,6 +632,10 @@ int main(int argc, char **argv) {
     if (!c->bench && (R.step == s0 || stopped_by)) {
         rc = validate(&R, &val_bpb, &err);
         if (rc) return fail(&R, &err);
+        if (R.d.rank == 0 && R.log) {
+            fprintf(R.log, "{\"step\":%lld,\"val_bpb\":%.6f,\"final\":true}\n", (long long)R.step, val_bpb);
+            fflush(R.log);
+        }
     }
     if (!c->bench && *c->checkpoint_dir && R.step > s0) {
         rc = write_checkpoint(&R, R.train.n, &err);

@@ -25,6 +25,7 @@ fi
 command -v npm >/dev/null 2>&1 || die "npm not found (install Node.js/npm, e.g. apt-get install npm, then re-run)"
 command -v python3 >/dev/null 2>&1 || die "python3 not found"
 mkdir -p "$dest" || die "cannot create $dest"
+dest=$(cd "$dest" && pwd)   # absolute: npm runs in another directory
 
 work=$(mktemp -d "$dest/.brown.XXXXXX") || die "cannot create a work directory in $dest"
 trap 'rm -rf "$work"' EXIT
