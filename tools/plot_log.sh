@@ -50,6 +50,8 @@ END {
         if ($0 ~ /^[ \t\r]*$/) continue
         ok = ($0 ~ /^[ \t]*\{.*\}[ \t\r]*$/)
         st = num("step"); tr = num("train_bpb"); va = num("val_bpb")
+        # the closing record of a run stopped early: {"step":N,"val_bpb":X,"final":true}
+        if (ok && tr == "" && va != "" && va != "bad" && $0 ~ /"final":[ ]*true/ && st ~ /^[0-9]+$/) { print st, va > V; nv++; continue }
         if (!ok || st == "" || st == "bad" || st !~ /^[0-9]+$/ || tr == "" || tr == "bad" || va == "bad") {
             if (i == NR && $0 ~ /^[ \t]*\{/ && $0 !~ /\}[ \t\r]*$/) { printf "plot_log.sh: warning: %s:%d: incomplete last line skipped\n", LOG, i > "/dev/stderr"; continue }
             printf "plot_log.sh: error: %s:%d: not an egg_mgpu --log line (want {\"step\":N,\"train_bpb\":X,...}): %.60s\n", LOG, i, $0 > "/dev/stderr"
