@@ -96,11 +96,11 @@ $(FLAGSTAMP): | $(BUILD)
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGSTAMP) | $(BUILD)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
+$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) -c $< -o $@
 
 $(BUILD)/egg_hip.o: kernels/hip/egg_hip.cpp kernels/cuda/egg_cuda.cu kernels/egg_gpu.h $(wildcard kernels/hip/*.h kernels/hip/compat/*.h) \
-                    src/egg_math.h src/egg_tables.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
+                    src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
 	$(if $(HIP_DEVLIB_ARCH),bash tools/hip_devlib.sh $(BUILD)/hip-devlib $(HIP_DEVLIB_ARCH) >/dev/null &&) $(HIPCC) $(HIPCCFLAGS) -c $< -o $@
 
 $(BUILD):

@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "cpu_gemm.h"
 #include "egg_math.h"
+#include "es.h"
 
 #define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 
@@ -394,26 +395,16 @@ static int cpu_sample_step(egg_backend *be, int token, int reset, int8_t *logits
 
 /* ------------------------------------------------------------- update */
 
-static int64_t isqrt64(int64_t v) {
-    int64_t r = 0;
-    while ((r + 1) * (r + 1) <= v) r++;
-    return r;
-}
-
 static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epoch, const int8_t *fit, int tau,
                       egg_update_stats *st, egg_err *err) {
     (void)err;
     cpu_impl *c = be->impl;
     const int P = c->pop / 2, r = c->r;
     /* one entry per unit of |f|: Z = sum_e s_e * A_{k_e} B_{k_e}^T */
-    int E = 0;
-    for (int k = 0; k < P; k++) E += fit[k] < 0 ? -fit[k] : fit[k];
-    int *ek = egg_xmalloc(sizeof(int) * (size_t)(E + 1));
-    int8_t *es = egg_xmalloc((size_t)(E + 1));
-    E = 0;
-    for (int k = 0; k < P; k++)
-        for (int u = 0; u < (fit[k] < 0 ? -fit[k] : fit[k]); u++) { ek[E] = k; es[E] = (int8_t)(fit[k] > 0 ? 1 : -1); E++; }
-    const int64_t thr = (int64_t)tau * isqrt64(P) * 256;
+    int *ek = egg_xmalloc(sizeof(int) * (size_t)(2 * P + 1));
+    int8_t *es = egg_xmalloc((size_t)(2 * P + 1));
+    const int E = egg_update_entries(fit, P, ek, es);
+    const int64_t thr = egg_vote_threshold(tau, P);
     int64_t changed = 0;
     const int Kp = (E * r + 3) / 4 * 4 > 0 ? (E * r + 3) / 4 * 4 : 4;
     for (int id = 0; id < m->ntensors; id++) {

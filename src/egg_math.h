@@ -115,6 +115,17 @@ EGG_HD int egg_vec_pert(int w, int n1, int n2, int sign, int pert_shift) {
     return egg_clip8(w + ((sign * n1 * n2) >> pert_shift));
 }
 
+/* ------------------------------------------------------------- update */
+
+/* floor(sqrt(v)) for v >= 0, exactly. */
+EGG_HD int64_t egg_isqrt64(int64_t v) {
+    int64_t r = 0;
+    while ((r + 1) * (r + 1) <= v) r++;
+    return r;
+}
+/* A weight moves where |Z| * 16 >= tau * floor(sqrt(pairs)) * 256 (int64). */
+EGG_HD int64_t egg_vote_threshold(int tau, int pairs) { return (int64_t)tau * egg_isqrt64(pairs) * 256; }
+
 /* --------------------------------------------------------------- loss */
 
 /* floor(16 * log2(s)) for s >= 1, exactly: integer part from the bit length,

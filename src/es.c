@@ -19,6 +19,17 @@ void egg_fitness(const int32_t *d, int pairs, int kind, int8_t *fit) {
     }
 }
 
+int egg_update_entries(const int8_t *fit, int pairs, int *ek, int8_t *es) {
+    int E = 0;
+    for (int k = 0; k < pairs; k++)
+        for (int u = 0; u < (fit[k] < 0 ? -fit[k] : fit[k]); u++) {
+            ek[E] = k;
+            es[E] = (int8_t)(fit[k] > 0 ? 1 : -1);
+            E++;
+        }
+    return E;
+}
+
 /* Inverse of the standard normal CDF for p in (0.5, 1): Acklam's rational
  * approximation refined by one Halley step on erfc (|error| < 1e-15). */
 static double norm_ppf(double p) {

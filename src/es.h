@@ -9,6 +9,10 @@
  * sign: sign(d). norm: round(2 d / mean|d|) clamped to -2..2 (integer only). */
 void egg_fitness(const int32_t *d, int pairs, int kind, int8_t *fit);
 
+/* The update's entries: one per unit of |fit[k]| (fit in -2..2), so that
+ * Z = sum_e es[e] * A_{ek[e]} B_{ek[e]}^T. ek, es hold >= 2 * pairs. Returns E. */
+int egg_update_entries(const int8_t *fit, int pairs, int *ek, int8_t *es);
+
 /* Vote threshold tau (1/16 sigma units) at a step: --threshold, or
  * floor(16 * PhiInv(1 - alpha_e / 2)) with nano-egg's alpha schedule. */
 int egg_tau(const egg_config *c, int64_t step);

@@ -24,6 +24,7 @@
 extern "C" {
 #include "backend.h"
 #include "config.h"
+#include "es.h"
 #include "model.h"
 #include "util.h"
 }
@@ -812,24 +813,14 @@ static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, 
     return 0;
 }
 
-static int64_t isqrt64(int64_t v) {
-    int64_t r = 0;
-    while ((r + 1) * (r + 1) <= v) r++;
-    return r;
-}
-
 static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epoch, const int8_t *fit, int tau,
                        egg_update_stats *stt, egg_err *err) {
     CudaImpl *c = (CudaImpl *)be->impl;
     CK(cudaSetDevice(c->dev));
     const int P = c->pop / 2, r = c->r;
-    std::vector<int> ek;
-    std::vector<int8_t> es;
-    for (int k = 0; k < P; k++) {
-        int a = fit[k] < 0 ? -fit[k] : fit[k];
-        for (int u = 0; u < a; u++) { ek.push_back(k); es.push_back((int8_t)(fit[k] > 0 ? 1 : -1)); }
-    }
-    const int E = (int)ek.size();
+    std::vector<int> ek((size_t)(2 * P + 1));
+    std::vector<int8_t> es((size_t)(2 * P + 1));
+    const int E = egg_update_entries(fit, P, ek.data(), es.data());
     if (E > c->ecap) {
         cudaFree(c->ek); cudaFree(c->es);
         c->ecap = E;
@@ -839,7 +830,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         CK(cudaMemcpyAsync(c->ek, ek.data(), sizeof(int) * (size_t)E, cudaMemcpyHostToDevice, c->st));
         CK(cudaMemcpyAsync(c->es, es.data(), (size_t)E, cudaMemcpyHostToDevice, c->st));
     }
-    const long long thr = (long long)tau * isqrt64(P) * 256;
+    const long long thr = egg_vote_threshold(tau, P);
     CK(cudaMemsetAsync(c->changed, 0, sizeof(unsigned long long), c->st));
     prof_start(c);
     const int Kp = ((E * r + BK - 1) / BK) * BK > 0 ? ((E * r + BK - 1) / BK) * BK : BK;
