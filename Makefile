@@ -83,6 +83,14 @@ ifneq ($(HIPCC),)
   endif
   EXTRA_LIBS += -lamdhip64 -lstdc++
   BACKENDS += hip
+  # RCCL (API-compatible with NCCL) for the exchange when a ROCm install has it;
+  # Debian packages none, so this path is untested here
+  RCCL_INC := $(firstword $(wildcard $(if $(ROCM_PATH),$(ROCM_PATH)/include/rccl/rccl.h) /opt/rocm/include/rccl/rccl.h))
+  ifneq ($(RCCL_INC),)
+    HIPCCFLAGS += -DEGG_HAVE_NCCL
+    EXTRA_LIBS += -lrccl
+    BACKENDS += +rccl
+  endif
 endif
 
 all: egg_mgpu
