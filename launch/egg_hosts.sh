@@ -84,13 +84,9 @@ ncore=${EGG_CORES_PER_NODE:-$(lscpu -p=core,socket 2>/dev/null | grep -v '^#' | 
 [ "$ncore" -gt 0 ] 2>/dev/null || ncore=1
 per=$(( ncore / ppn )); [ "$per" -ge 1 ] || per=1
 
-omp_given=${OMP_NUM_THREADS+set}
-# shellcheck source=launch/env.sh
-. "$here/env.sh"
-if [ "$omp_given" != set ]; then
-    export OMP_NUM_THREADS=$per
-    EGG_ENV_VARS="${EGG_ENV_VARS:+$EGG_ENV_VARS }OMP_NUM_THREADS"
-fi
+# shellcheck source=launch/common.sh
+. "$here/common.sh"
+egg_launch_env "$per"
 
 cmd=("$mpirun_bin")
 [ "${EUID:-$(id -u)}" -eq 0 ] && cmd+=(--allow-run-as-root)
@@ -113,17 +109,5 @@ for v in $EGG_ENV_VARS; do cmd+=(-x "$v"); done
 [ -n "$extra" ] && cmd+=($extra)
 cmd+=("$bin" "${args[@]}")
 
-if [ "$dry" = 1 ]; then
-    if [ "$uniform" = 1 ]; then sl="$ppn per node"; else sl="unequal slots"; fi
-    echo "# egg_hosts: $n rank(s) on $nodes node(s) ($sl), bind $bind"
-    line="env"
-    for v in $EGG_ENV_VARS; do line+=" $(printf '%q' "$v=${!v}")"; done
-    for a in "${cmd[@]}"; do line+=" $(printf '%q' "$a")"; done
-    echo "$line"
-    exit 0
-fi
-
-command -v "$mpirun_bin" >/dev/null 2>&1 || die "$mpirun_bin: not found (install Open MPI: apt install openmpi-bin libopenmpi-dev)"
-"$mpirun_bin" --version 2>/dev/null | grep -q 'Open MPI\|OpenRTE' ||
-    die "$mpirun_bin is not Open MPI; these scripts use Open MPI's flags (under Slurm use slurm/, else run mpiexec by hand)"
-exec "${cmd[@]}"
+if [ "$uniform" = 1 ]; then sl="$ppn per node"; else sl="unequal slots"; fi
+egg_launch_go "$dry" "# egg_hosts: $n rank(s) on $nodes node(s) ($sl), bind $bind"

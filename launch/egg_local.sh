@@ -83,13 +83,9 @@ fi
 per=$(( ncore / n )); [ "$per" -ge 1 ] || per=1
 
 # ---- environment
-omp_given=${OMP_NUM_THREADS+set}
-# shellcheck source=launch/env.sh
-. "$here/env.sh"
-if [ "$omp_given" != set ]; then
-    export OMP_NUM_THREADS=$per
-    EGG_ENV_VARS="${EGG_ENV_VARS:+$EGG_ENV_VARS }OMP_NUM_THREADS"
-fi
+# shellcheck source=launch/common.sh
+. "$here/common.sh"
+egg_launch_env "$per"
 
 # ---- mpirun command
 cmd=("$mpirun_bin")
@@ -110,17 +106,5 @@ for v in $EGG_ENV_VARS; do cmd+=(-x "$v"); done
 [ -n "$extra" ] && cmd+=($extra)
 cmd+=("$bin" "${args[@]}")
 
-if [ "$dry" = 1 ]; then
-    if [ "$kind" = cpu ]; then g="no GPU"; else g="$ngpu $kind GPU(s)"; fi
-    echo "# egg_local: $n rank(s), $g, $ncore core(s), bind $bind"
-    line="env"
-    for v in $EGG_ENV_VARS; do line+=" $(printf '%q' "$v=${!v}")"; done
-    for a in "${cmd[@]}"; do line+=" $(printf '%q' "$a")"; done
-    echo "$line"
-    exit 0
-fi
-
-command -v "$mpirun_bin" >/dev/null 2>&1 || die "$mpirun_bin: not found (install Open MPI: apt install openmpi-bin libopenmpi-dev)"
-"$mpirun_bin" --version 2>/dev/null | grep -q 'Open MPI\|OpenRTE' ||
-    die "$mpirun_bin is not Open MPI; these scripts use Open MPI's flags (under Slurm use slurm/, else run mpiexec by hand)"
-exec "${cmd[@]}"
+if [ "$kind" = cpu ]; then g="no GPU"; else g="$ngpu $kind GPU(s)"; fi
+egg_launch_go "$dry" "# egg_local: $n rank(s), $g, $ncore core(s), bind $bind"
