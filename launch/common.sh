@@ -15,6 +15,7 @@ egg_launch_env() {
 
 # egg_launch_go DRY SUMMARY: with DRY=1 print SUMMARY and the command (as an
 # `env ...` line) and exit 0; else check that mpirun is Open MPI and exec ${cmd[@]}.
+# shellcheck disable=SC2154  # cmd, mpirun_bin, die: set by the sourcing script
 egg_launch_go() {
     if [ "$1" = 1 ]; then
         echo "$2"
