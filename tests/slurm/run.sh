@@ -393,10 +393,13 @@ if [ -n "$REF" ]; then
     t=$(date +%s)
     name=slurm_time_limit_requeue
     tps=$(grep '^egg: done ' "$T/runs/slurm_uninterrupted/rank0.out" | sed -n 's/.*tok_per_s=\([0-9]*\).*/\1/p')
-    TL=$(( ${tps:-0} > 0 ? STEPS * 16 * 32 * 3 / 4 / tps : 5 ))
-    [ "$TL" -lt 2 ] && TL=2
+    # aim for ~3 segments: a third of the uninterrupted training time. The derived limit is
+    # (remaining - margin) with remaining <= 120 s, so it never exceeds TL (and egg clamps it
+    # to >= 1 s); 3/4 of the training time once left a 4 s limit on a 3.5 s run in CI.
+    TL=$(( ${tps:-0} > 0 ? STEPS * 16 * 32 / 3 / tps : 2 ))
+    [ "$TL" -lt 1 ] && TL=1
     [ "$TL" -gt 40 ] && TL=40
-    MARGIN=$((119 - TL))
+    MARGIN=$((120 - TL))
     submit $name slurm/egg.sbatch ",EGG_TIME_MARGIN=$MARGIN,EGG_MAX_RESTARTS=8" --time=2 --signal=B:USR1@5 -- "${EGGARGS[@]}"
     finish_job
     out=$T/out/$name.out r0=$T/runs/$name/rank0.out errs=()
