@@ -39,7 +39,11 @@ for b in cuda hip; do
 done
 if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends: $backends)"; finish; fi
 
-# name | args  (partial tiles: pops not multiples of 128; rank 1..4; hidden 32..512; layers 1..6)
+# name | args [| environment of the GPU run]  (partial tiles: pops not multiples of 128; rank 1..4;
+# hidden 32..512; layers 1..6). EGG_CUDA_TCHUNK=4 splits the 10 timesteps into chunks 4+4+2, with
+# token-0 state resets inside and at the edges of chunks (the token file has ~1/301 zeros).
+# The recurrence runs as two GEMMs per timestep; EGG_CUDA_RECUR=1 selects the experimental
+# persistent kernel (one launch per layer and chunk, hidden <= 384 on H100), which must match too.
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -49,6 +53,10 @@ configs=(
   "h512-l2-r4-int64|--hidden 512 --layers 2 --rank 4 --pop 66 --seq 4"
   "h160-l1-r2-sigma2|--hidden 160 --layers 1 --rank 2 --pop 42 --seq 9 --sigma-shift 2 --alpha 0.5"
   "tokens-v301|--hidden 64 --layers 2 --rank 1 --pop 34 --seq 12 --data $T/t.bin"
+  "tokens-chunked|--hidden 96 --layers 3 --rank 2 --pop 130 --seq 10 --data $T/t.bin|EGG_CUDA_TCHUNK=4"
+  "tokens-chunked-persistent|--hidden 96 --layers 3 --rank 2 --pop 130 --seq 10 --data $T/t.bin|EGG_CUDA_TCHUNK=4 EGG_CUDA_RECUR=1"
+  "h256-r4-persistent|--hidden 256 --layers 2 --rank 4 --pop 258 --seq 7|EGG_CUDA_RECUR=1"
+  "h384-r1-persistent|--hidden 384 --layers 2 --rank 1 --pop 258 --seq 7|EGG_CUDA_RECUR=1"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then
@@ -56,14 +64,15 @@ for gb in $gpus; do
     continue
   fi
   for cfg in "${configs[@]}"; do
-    name=${cfg%%|*}; args=${cfg#*|}
+    name=${cfg%%|*}; args=${cfg#*|}; genv=
+    case "$args" in *"|"*) genv=${args#*|}; args=${args%%|*};; esac
     data="--data $T/c.txt"; case "$args" in *--data*) data="";; esac
     common="$data $args --steps 3 --val-every 0 --val-windows 5 --val-len 24 --threads 2 --sample-every 3 --sample-len 40 --prompt the"
     rm -f "$T/s_cpu" "$T/s_gpu"
     # shellcheck disable=SC2086
     $BIN $common --backend cpu --dump-scores "$T/s_cpu" >"$T/o_cpu" 2>&1; rc1=$?
     # shellcheck disable=SC2086
-    $BIN $common --backend "$gb" --dump-scores "$T/s_gpu" >"$T/o_gpu" 2>&1; rc2=$?
+    env $genv $BIN $common --backend "$gb" --dump-scores "$T/s_gpu" >"$T/o_gpu" 2>&1; rc2=$?
     if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ]; then bad "$gb-$name" "exit codes cpu=$rc1 $gb=$rc2: $(tail -1 "$T/o_gpu")"; continue; fi
     if ! cmp -s "$T/s_cpu" "$T/s_gpu"; then
       bad "$gb-$name-scores" "per-member scores differ: $(python3 -c "

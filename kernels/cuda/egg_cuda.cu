@@ -43,7 +43,7 @@ enum { GPU_RMAX = 4 };
 /* Within a matrix's noise blob, B starts after A ([r][N]) rounded up to 64
  * bytes, so every B row is 16-byte aligned for cp.async whatever N is. */
 __host__ __device__ __forceinline__ size_t a_span(int r, int N) { return ((size_t)r * N + 63) & ~(size_t)63; }
-enum { MODE_PLAIN = 0, MODE_BIAS = 1, MODE_BIAS_GATE = 2, MODE_RESID = 3, MODE_UPDATE = 4 };
+enum { MODE_PLAIN = 0, MODE_BIAS = 1, MODE_BIAS_GATE = 2, MODE_RESID = 3, MODE_UPDATE = 4, MODE_BIAS_MIX = 5 };
 
 /* ------------------------------------------------------------------ GEMM */
 
@@ -84,7 +84,12 @@ struct MMArgs {
     const int8_t *h; int8_t *gout;   /* BIAS_GATE: g = gate(y, h) */
     int8_t *Y; int ldy;
     int32_t *Z; int ksplit;          /* update: split-K partial sums, atomically added */
+    int ntn, mtn, nfast;             /* forward: N and M tiles of the 1-D grid; N tiles fastest */
+    int wrap;                        /* rows are [time][members]: pair of row m = (m/2) % wrap; 0 = m/2 */
+    /* BIAS_MIX (candidate c = y): h' = mix(f, c, hs); Y = clip(h' + xres); hs = rz[m] ? 0 : h' */
+    const int8_t *f, *xres; int8_t *hs; const uint8_t *rz;
 };
+__device__ __forceinline__ int pair_of(const MMArgs &a, int m) { return a.wrap ? (m >> 1) % a.wrap : (m >> 1); }
 
 #if !defined(__HIPCC__) /* PTX; HIP: the same names in kernels/hip/egg_tile_hip.h */
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool pred) {
@@ -122,7 +127,7 @@ __host__ __device__ constexpr int mm_ts_offset(int r) {
 template <int MODE>
 __device__ __forceinline__ int epi_one(const MMArgs &a, int32_t v, int m, int o, const int *t, int r, bool small) {
     int y;
-    const int p = m >> 1;
+    const int p = pair_of(a, m);
     if (r == 0) {
         y = egg_mm_out(v, 0, a.pshift, a.s);
     } else {
@@ -139,7 +144,7 @@ __device__ __forceinline__ int epi_one(const MMArgs &a, int32_t v, int m, int o,
         }
     }
     const size_t yi = (size_t)m * a.ldy + o;
-    if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE) {
+    if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE || MODE == MODE_BIAS_MIX) {
         int b = a.bias[o];
         if (r > 0) {
             const int8_t *n1 = a.noise + (size_t)p * a.pstride + a.voff;
@@ -163,7 +168,7 @@ __device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const 
         if (m >= a.M || o >= a.N) continue;
         const int4 v = *(const int4 *)&Cs[ml * LDC + ol];
         int y0, y1, y2, y3;
-        const int8_t *blob = R > 0 ? a.noise + (size_t)(m >> 1) * a.pstride : NULL;
+        const int8_t *blob = R > 0 ? a.noise + (size_t)pair_of(a, m) * a.pstride : NULL;
         if (R == 0) {
             y0 = clip4(v.x >> a.s); y1 = clip4(v.y >> a.s); y2 = clip4(v.z >> a.s); y3 = clip4(v.w >> a.s);
         } else {
@@ -180,7 +185,7 @@ __device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const 
             y3 = clip4((v.w + (p3 >> a.pshift)) >> a.s);
         }
         const size_t yi = (size_t)m * a.ldy + o;
-        if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE) {
+        if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE || MODE == MODE_BIAS_MIX) {
             const char4 b = *(const char4 *)(a.bias + o), ot = *(const char4 *)(a.other + yi);
             int b0 = b.x, b1 = b.y, b2 = b.z, b3 = b.w;
             if (R > 0) {
@@ -194,6 +199,13 @@ __device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const 
                 const char4 h = *(const char4 *)(a.h + yi);
                 *(char4 *)(a.gout + yi) = make_char4((signed char)egg_gru_gate(y0, h.x), (signed char)egg_gru_gate(y1, h.y),
                                                      (signed char)egg_gru_gate(y2, h.z), (signed char)egg_gru_gate(y3, h.w));
+            } else if (MODE == MODE_BIAS_MIX) {
+                const char4 f = *(const char4 *)(a.f + yi), h = *(const char4 *)(a.hs + yi), x = *(const char4 *)(a.xres + yi);
+                const int h0 = egg_gru_mix(f.x, y0, h.x), h1 = egg_gru_mix(f.y, y1, h.y);
+                const int h2 = egg_gru_mix(f.z, y2, h.z), h3 = egg_gru_mix(f.w, y3, h.w);
+                *(char4 *)(a.hs + yi) = (a.rz && a.rz[m]) ? make_char4(0, 0, 0, 0)
+                                                          : make_char4((signed char)h0, (signed char)h1, (signed char)h2, (signed char)h3);
+                y0 = clip4(h0 + x.x); y1 = clip4(h1 + x.y); y2 = clip4(h2 + x.z); y3 = clip4(h3 + x.w);
             }
         } else if (MODE == MODE_RESID) {
             const char4 ot = *(const char4 *)(a.other + yi);
@@ -220,7 +232,12 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
-    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    /* forward: a 1-D grid, M tiles fastest, or (nfast) the N tiles of one row
+     * block adjacent so the row block is read from DRAM once and shared
+     * through L2; the update keeps x = M tiles, y = N tiles, z = K split */
+    const int mt = MODE == MODE_UPDATE ? (int)blockIdx.x : a.nfast ? (int)blockIdx.x / a.ntn : (int)blockIdx.x % a.mtn;
+    const int nt = MODE == MODE_UPDATE ? (int)blockIdx.y : a.nfast ? (int)blockIdx.x % a.ntn : (int)blockIdx.x / a.mtn;
+    const int m0 = mt * BM, n0 = nt * BN;
     int kbeg = 0, kend = a.K;
     if (MODE == MODE_UPDATE) {
         kbeg = blockIdx.z * a.ksplit;
@@ -246,6 +263,7 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
                 int p = q / (rr * 4), j = (q >> 2) % rr, c = q & 3;
                 int gp = (m0 >> 1) + p;
                 bool ok = 2 * gp < a.M && k0 + c * 16 < kend;
+                if (a.wrap) gp %= a.wrap;
                 const int8_t *src = a.noise + (ok ? (size_t)gp * a.pstride + a.aoff + a_span(r, a.N) + (size_t)j * a.K + k0 + c * 16 : 0);
                 cp_async16(Bs + ((st * (BM / 2) + p) * rr + j) * BK + c * 16, src, ok);
             }
@@ -390,6 +408,11 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
                 int y = epi_one<MODE>(a, Cs[ml * LDC + ol], m, o, tse + ml * GPU_RMAX, r, small);
                 const size_t yi = (size_t)m * a.ldy + o;
                 if (MODE == MODE_BIAS_GATE) a.gout[yi] = (int8_t)egg_gru_gate(y, a.h[yi]);
+                if (MODE == MODE_BIAS_MIX) {
+                    const int hp = egg_gru_mix(a.f[yi], y, a.hs[yi]);
+                    a.hs[yi] = (int8_t)((a.rz && a.rz[m]) ? 0 : hp);
+                    y = egg_clip8(hp + a.xres[yi]);
+                }
                 a.Y[yi] = (int8_t)y;
             }
         }
@@ -441,41 +464,32 @@ __device__ void ln_row(const int8_t *x, const int8_t *w, const int8_t *noise, si
     for (int i = lane; i < H; i += 32) y[i] = (int8_t)egg_ln_apply(x[i], vec_w(w, noise, pstride, voff, H, m, i, pshift), d);
 }
 
-__global__ void ln_kernel(int n, int H, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff,
-                          int pshift, int8_t *Y) {
-    int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (m >= n) return;
-    ln_row(X + (size_t)m * H, w, noise, pstride, voff, H, m, pshift, Y + (size_t)m * H, lane);
+/* rows are [time][members] (nm members per timestep): row -> member row % nm */
+__global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride,
+                          size_t voff, int pshift, int8_t *Y) {
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    ln_row(X + (size_t)row * H, w, noise, pstride, voff, H, row % nm, pshift, Y + (size_t)row * H, lane);
 }
 
-/* h' = mix(f, c, h); state = h'; R = clip(h' + X); XN = LN2(R) */
-__global__ void mix_ln_kernel(int n, int H, const int8_t *F, const int8_t *C, int8_t *Hs, const int8_t *X, int8_t *R,
-                              const int8_t *w, const int8_t *noise, size_t pstride, size_t voff, int pshift, int8_t *XN) {
-    int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (m >= n) return;
-    size_t o = (size_t)m * H;
-    for (int i = lane; i < H; i += 32) {
-        int hp = egg_gru_mix(F[o + i], C[o + i], Hs[o + i]);
-        Hs[o + i] = (int8_t)hp;
-        R[o + i] = (int8_t)egg_clip8(hp + X[o + i]);
-    }
-    __syncwarp();
-    ln_row(R + o, w, noise, pstride, voff, H, m, pshift, XN + o, lane);
-}
-
-/* x = perturbed embedding row of the member's input token; token 0 resets state */
-__global__ void embed_kernel(int n, int H, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t, int group,
-                             int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
-                             const uint64_t *seedep, int8_t *X, int8_t *Hs) {
-    int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (m >= n) return;
+/* x = perturbed embedding row of the member's input token, for the rows
+ * [time t0..][members] of a chunk; rz[row] = (token == 0): the state is reset
+ * before that timestep. The chunk's first timestep resets every layer's state
+ * here; later ones are reset by the GRU epilogue of the timestep before. */
+__global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0,
+                             int group, int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
+                             const uint64_t *seedep, int8_t *X, uint8_t *rz, int8_t *Hs) {
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    const int m = row % n, dt = row / n;
     int g = (m0 + m) / group - gbase;
-    int tok = tokens[(size_t)g * rowlen + t];
-    if (tok == 0)
+    int tok = tokens[(size_t)g * rowlen + t0 + dt];
+    if (lane == 0) rz[row] = tok == 0;
+    if (tok == 0 && dt == 0)
         for (int l = 0; l < L; l++)
             for (int i = lane; i < H; i += 32) Hs[((size_t)l * n + m) * H + i] = 0;
     const int8_t *e = E + (size_t)tok * H;
-    int8_t *x = X + (size_t)m * H;
+    int8_t *x = X + (size_t)row * H;
     if (!noise) {
         for (int i = lane; i < H; i += 32) x[i] = e[i];
         return;
@@ -493,22 +507,24 @@ __global__ void embed_kernel(int n, int H, int L, int r, int pshift, const int32
     }
 }
 
-__global__ void loss_kernel(int n, int V, const int8_t *logits, const int32_t *tokens, int rowlen, int t, int group,
+/* warp per member: add the log-likelihoods of timesteps t0..t0+tc-1 (logits [time][members][V]) */
+__global__ void loss_kernel(int n, int tc, int V, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
                             int gbase, int m0, int32_t *scores) {
     __shared__ uint32_t exp2s[256];
     for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
     __syncthreads();
     int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (m >= n) return;
-    const int8_t *lg = logits + (size_t)m * V;
-    unsigned long long S = 0;
-    for (int v = lane; v < V; v += 32) S += exp2s[lg[v] + 128];
-    for (int off = 16; off; off >>= 1) S += __shfl_xor_sync(0xffffffffu, S, off);
-    if (lane == 0) {
-        int g = (m0 + m) / group - gbase;
-        int target = tokens[(size_t)g * rowlen + t + 1];
-        scores[m] += egg_loglik(lg[target], S);
+    const int g = (m0 + m) / group - gbase;
+    int32_t sc = 0;
+    for (int dt = 0; dt < tc; dt++) {
+        const int8_t *lg = logits + ((size_t)dt * n + m) * V;
+        unsigned long long S = 0;
+        for (int v = lane; v < V; v += 32) S += exp2s[lg[v] + 128];
+        for (int off = 16; off; off >>= 1) S += __shfl_xor_sync(0xffffffffu, S, off);
+        if (lane == 0) sc += egg_loglik(lg[tokens[(size_t)g * rowlen + t0 + dt + 1]], S);
     }
+    if (lane == 0) scores[m] += sc;
 }
 
 __global__ void reset_kernel(int n, int H, int L, const uint8_t *reset, int group, int gbase, int m0, int8_t *Hs) {
@@ -572,15 +588,238 @@ __global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint
     if (z) atomicAdd(&Z[i], z);
 }
 
+/* ------------------------------------------------- persistent recurrence */
+#if !defined(__HIPCC__) && !defined(EGG_GEMM_AMD_PLAN)
+#define EGG_RECUR 1
+/* The minGRU recurrence of one layer over a whole chunk of timesteps in one
+ * launch: a CTA owns BM members and keeps their state h, gate g and forget f
+ * in shared memory from the first timestep to the last; only Uf and Uh stream
+ * through a cp.async pipeline (the same tiles every timestep, so the pipeline
+ * runs on across phase and timestep boundaries), and the precomputed Wf.x,
+ * Wh.x and the residual input are read once per timestep. Per timestep:
+ *   f = clip(Uf.h + Wf.x + bf), g = gate(f, h)        (phase 0)
+ *   c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h)     (phase 1)
+ *   R = clip(h' + x); h = h', or 0 where the next token is 0.
+ * Same integer operations as MODE_BIAS_GATE / MODE_BIAS_MIX of mm_kernel. */
+struct RecArgs {
+    int n, tc, H, r, s, pshift;
+    const int8_t *Uf, *Uh, *bf, *bh;                         /* [H][H], [H] */
+    const int8_t *noise; size_t pstride, off_uf, off_uh, off_bf, off_bh;
+    const int8_t *TF, *TH, *X;                               /* [tc][n][H] */
+    const uint8_t *rz;                                       /* [tc][n] */
+    int8_t *Hs;                                              /* [n][H] */
+    int8_t *R;                                               /* [tc][n][H] */
+};
+__host__ __device__ constexpr int rec_lda(int H) { return ((H + 63) & ~63) + 16; }
+static size_t rec_smem_bytes(int H) { return (size_t)3 * BM * rec_lda(H) + (size_t)STAGES * BN * LDS + (size_t)BM * GPU_RMAX * 4; }
+
+__global__ void __launch_bounds__(NTHREADS, 1) recur_kernel(RecArgs a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int H = a.H, Hp = (H + 63) & ~63, LDA = rec_lda(H), r = a.r, n = a.n;
+    int8_t *Hsm = (int8_t *)smem, *Gsm = Hsm + BM * LDA, *Fsm = Gsm + BM * LDA;
+    int8_t *Ws = Fsm + BM * LDA;                   /* [STAGES][BN][LDS] */
+    int *ts = (int *)(Ws + STAGES * BN * LDS);     /* [BM][GPU_RMAX] */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
+    const int m0 = blockIdx.x * BM;
+    const int NH = (H + BN - 1) / BN, KT = Hp / BK, JPT = 2 * NH * KT, J = a.tc * JPT;
+
+    for (int idx = tid; idx < BM * Hp / 16; idx += NTHREADS) {
+        const int row = idx / (Hp / 16), c = idx % (Hp / 16), gm = m0 + row;
+        int4 v = make_int4(0, 0, 0, 0);
+        if (gm < n && c * 16 < H) v = *(const int4 *)(a.Hs + (size_t)gm * H + c * 16);
+        *(int4 *)(Hsm + row * LDA + c * 16) = v;
+        *(int4 *)(Gsm + row * LDA + c * 16) = make_int4(0, 0, 0, 0);
+    }
+    auto load_job = [&](int st, int j) {
+        const int jj = j % JPT, ph = jj / (NH * KT), rem = jj % (NH * KT), hf = rem / KT, k0 = (rem % KT) * BK;
+        const int8_t *W = ph ? a.Uh : a.Uf;
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            const int ch = tid + q * NTHREADS, row = ch >> 2, c = ch & 3, gn = hf * BN + row;
+            const bool ok = gn < H && k0 + c * 16 < H;
+            cp_async16(Ws + (st * BN + row) * LDS + c * 16, W + (ok ? (size_t)gn * H + k0 + c * 16 : 0), ok);
+        }
+    };
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; st++) {
+        if (st < J) load_job(st, st);
+        cp_commit();
+    }
+    int j = 0;
+    for (int t = 0; t < a.tc; t++) {
+        const size_t tb = (size_t)t * n * H;
+        const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : NULL;
+        for (int ph = 0; ph < 2; ph++) {
+            __syncthreads(); /* the operand tile (h, or g) is complete */
+            const int8_t *As = ph ? Gsm : Hsm;
+            if (r > 0) { /* ts = sign * (operand row . B_q) of the member's pair */
+                const int mi = tid >> 1, half = tid & 1, gm = m0 + mi, kh = H / 2;
+                int tq[GPU_RMAX] = {0, 0, 0, 0};
+                if (gm < n) {
+                    const int8_t *B = a.noise + (size_t)(gm >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + a_span(r, H);
+                    for (int k = half * kh; k < (half + 1) * kh; k += 16) {
+                        const int4 xv = *(const int4 *)(As + mi * LDA + k);
+#pragma unroll
+                        for (int q = 0; q < GPU_RMAX; q++)
+                            if (q < r) {
+                                const int4 bv = *(const int4 *)(B + (size_t)q * H + k);
+                                int v = tq[q];
+                                v = __dp4a(xv.x, bv.x, v); v = __dp4a(xv.y, bv.y, v); v = __dp4a(xv.z, bv.z, v); v = __dp4a(xv.w, bv.w, v);
+                                tq[q] = v;
+                            }
+                    }
+                }
+#pragma unroll
+                for (int q = 0; q < GPU_RMAX; q++) {
+                    const int v = tq[q] + __shfl_xor_sync(0xffffffffu, tq[q], 1);
+                    if (half == 0 && q < r) ts[mi * GPU_RMAX + q] = (gm & 1) ? -v : v;
+                }
+            }
+            const int8_t *bias = ph ? a.bh : a.bf;
+            const size_t aoff = ph ? a.off_uh : a.off_uf, voff = ph ? a.off_bh : a.off_bf;
+            for (int hf = 0; hf < NH; hf++) {
+                int acc[4][4][4];
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int jn = 0; jn < 4; jn++)
+#pragma unroll
+                        for (int c = 0; c < 4; c++) acc[i][jn][c] = 0;
+                for (int kt = 0; kt < KT; kt++, j++) {
+                    cp_wait<STAGES - 2>();
+                    __syncthreads();
+                    {
+                        const int nj = j + STAGES - 1;
+                        if (nj < J) load_job(nj % STAGES, nj);
+                        cp_commit();
+                    }
+                    const int8_t *ws = Ws + (j % STAGES) * BN * LDS;
+#pragma unroll
+                    for (int kk = 0; kk < BK; kk += 32) {
+                        unsigned af[4][4], bfr[4][2];
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            ldsm_x4(af[i], As + (wm * 64 + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDA + kt * BK + kk + (lane >> 4) * 16);
+#pragma unroll
+                        for (int jn = 0; jn < 4; jn += 2) {
+                            unsigned q[4];
+                            ldsm_x4(q, ws + (wn * 32 + jn * 8 + (lane & 7) + (lane >> 4) * 8) * LDS + kk + ((lane >> 3) & 1) * 16);
+                            bfr[jn][0] = q[0]; bfr[jn][1] = q[1]; bfr[jn + 1][0] = q[2]; bfr[jn + 1][1] = q[3];
+                        }
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+#pragma unroll
+                            for (int jn = 0; jn < 4; jn++) mma_s8(acc[i][jn], af[i], bfr[jn]);
+                    }
+                }
+                /* epilogue straight from the fragments, two adjacent outputs per (i, half-row, jn):
+                 * per row, every global operand of its 4 pairs is loaded first (read-only
+                 * path), so the loads overlap instead of paying one latency each */
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int hr = 0; hr < 2; hr++) {
+                        const int ml = wm * 64 + i * 16 + gid + hr * 8, gm = m0 + ml;
+                        if (gm >= n) continue;
+                        char2 E[4], XR[4], N1[4], N2[4], AA[4][GPU_RMAX];
+                        const int8_t *blob = a.noise + (size_t)(gm >> 1) * a.pstride;
+#pragma unroll
+                        for (int jn = 0; jn < 4; jn++) {
+                            const int o = hf * BN + wn * 32 + jn * 8 + tig * 2;
+                            if (o >= H) continue;
+                            const size_t gi = tb + (size_t)gm * H + o;
+                            E[jn] = __ldg((const char2 *)((ph ? a.TH : a.TF) + gi));
+                            if (ph) XR[jn] = __ldg((const char2 *)(a.X + gi));
+                            if (r > 0) {
+                                N1[jn] = __ldg((const char2 *)(blob + voff + o));
+                                N2[jn] = __ldg((const char2 *)(blob + voff + H + o));
+#pragma unroll
+                                for (int q = 0; q < GPU_RMAX; q++)
+                                    if (q < r) AA[jn][q] = __ldg((const char2 *)(blob + aoff + (size_t)q * H + o));
+                            }
+                        }
+                        const int sg = (gm & 1) ? -1 : 1;
+                        const bool reset = rzn && rzn[gm];
+                        int tv[GPU_RMAX];
+#pragma unroll
+                        for (int q = 0; q < GPU_RMAX; q++) tv[q] = q < r ? ts[ml * GPU_RMAX + q] : 0;
+#pragma unroll
+                        for (int jn = 0; jn < 4; jn++) {
+                            const int o = hf * BN + wn * 32 + jn * 8 + tig * 2;
+                            if (o >= H) continue;
+                            int y0, y1;
+                            const int v0 = acc[i][jn][hr * 2], v1 = acc[i][jn][hr * 2 + 1];
+                            int b0 = bias[o], b1 = bias[o + 1];
+                            if (r > 0) {
+                                int p0 = 0, p1 = 0;
+#pragma unroll
+                                for (int q = 0; q < GPU_RMAX; q++)
+                                    if (q < r) { p0 += tv[q] * AA[jn][q].x; p1 += tv[q] * AA[jn][q].y; }
+                                y0 = clip4((v0 + (p0 >> a.pshift)) >> a.s);
+                                y1 = clip4((v1 + (p1 >> a.pshift)) >> a.s);
+                                b0 = egg_vec_pert(b0, N1[jn].x, N2[jn].x, sg, a.pshift);
+                                b1 = egg_vec_pert(b1, N1[jn].y, N2[jn].y, sg, a.pshift);
+                            } else {
+                                y0 = clip4(v0 >> a.s);
+                                y1 = clip4(v1 >> a.s);
+                            }
+                            y0 = clip4(y0 + E[jn].x + b0);
+                            y1 = clip4(y1 + E[jn].y + b1);
+                            const int si = ml * LDA + o;
+                            const char2 h = *(const char2 *)(Hsm + si);
+                            if (ph == 0) {
+                                *(char2 *)(Fsm + si) = make_char2((signed char)y0, (signed char)y1);
+                                *(char2 *)(Gsm + si) = make_char2((signed char)egg_gru_gate(y0, h.x), (signed char)egg_gru_gate(y1, h.y));
+                            } else {
+                                const char2 f = *(const char2 *)(Fsm + si);
+                                const int h0 = egg_gru_mix(f.x, y0, h.x), h1 = egg_gru_mix(f.y, y1, h.y);
+                                *(char2 *)(Hsm + si) = reset ? make_char2(0, 0) : make_char2((signed char)h0, (signed char)h1);
+                                *(char2 *)(a.R + tb + (size_t)gm * H + o) =
+                                    make_char2((signed char)clip4(h0 + XR[jn].x), (signed char)clip4(h1 + XR[jn].y));
+                            }
+                        }
+                    }
+            }
+        }
+    }
+    cp_wait<0>();
+    __syncthreads();
+    for (int idx = tid; idx < BM * H / 16; idx += NTHREADS) {
+        const int row = idx / (H / 16), c = idx % (H / 16), gm = m0 + row;
+        if (gm < n) *(int4 *)(a.Hs + (size_t)gm * H + c * 16) = *(const int4 *)(Hsm + row * LDA + c * 16);
+    }
+}
+#endif
+
 /* ------------------------------------------------------------ host side */
 
-struct Ctx { /* activations of n members */
-    int n;
-    int8_t *X, *XN, *T1, *C, *F, *G, *R, *U, *logits, *Hs;
+/* Activations of n members for a chunk of tc timesteps, rows [time][member]:
+ * the forward runs layer by layer over the whole chunk, so every GEMM except
+ * the recurrent Uf.h and Uh.g has n * tc rows; those two run per timestep. */
+struct Ctx {
+    int n, tc;
+    int8_t *X, *XN, *TF, *TH, *R, *U, *logits; /* [tc][n][width] */
+    int8_t *F, *G, *Hs;                         /* [n][H]; state [L][n][H] */
+    uint8_t *rz;                                /* [tc][n]: token == 0 */
     int32_t *scores, *tokens;
     uint8_t *reset;
     int tok_cap;
 };
+/* bytes of one timestep of a chunk for n members */
+static size_t ctx_step_bytes(int n, int H, int V) { return (size_t)n * (9 * (size_t)H + (size_t)V + 1); }
+/* timesteps per chunk: as many as fit in `budget` bytes (at least one), balanced over the chunks.
+ * EGG_CUDA_TCHUNK=k caps it (tests use it to cross chunk boundaries). */
+static int ctx_chunk(int n, int H, int V, int T, size_t budget) {
+    size_t per = ctx_step_bytes(n > 0 ? n : 1, H, V);
+    long cap = (long)(budget / per);
+    const char *e = getenv("EGG_CUDA_TCHUNK");
+    if (e && atoi(e) > 0 && atoi(e) < cap) cap = atoi(e);
+    if (cap < 1) cap = 1;
+    if (T < 1) T = 1;
+    long nch = (T + cap - 1) / cap;
+    return (int)((T + nch - 1) / nch);
+}
 
 struct CudaImpl {
     const egg_model *m;
@@ -596,6 +835,7 @@ struct CudaImpl {
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
     int smem, nsm;
+    int recur;                /* EGG_CUDA_RECUR=1: the recurrence as one persistent launch per layer and chunk */
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
     cudaGraph_t graph;        /* the training forward (all timesteps), captured once */
     cudaGraphExec_t gexec;
@@ -614,7 +854,7 @@ struct CudaImpl {
     long long pn[16];
 };
 enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_MIX, P_UP, P_DOWN, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
-static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "mm Uf/Uh+bias", "mix+ln2", "mm up", "mm down+res", "mm head",
+static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "mm Uf/Uh (per timestep)", "ln2", "mm up", "mm down+res", "mm head",
                                  "loss", "noise", "upd operands", "upd gemm", "upd vectors"};
 static void prof_mark(CudaImpl *c, int cat) {
     if (!c->prof) return;
@@ -630,13 +870,15 @@ static void prof_start(CudaImpl *c) {
     c->plast = egg_now();
 }
 
-static int ctx_alloc(Ctx *c, int n, int H, int L, int V, int ngroups, int rowlen, egg_err *err) {
+static int ctx_alloc(Ctx *c, int n, int tc, int H, int L, int V, int ngroups, int rowlen, egg_err *err) {
     memset(c, 0, sizeof *c);
     c->n = n;
-    size_t h = (size_t)n * H;
-    CK(cudaMalloc(&c->X, h)); CK(cudaMalloc(&c->XN, h)); CK(cudaMalloc(&c->T1, h)); CK(cudaMalloc(&c->C, h));
-    CK(cudaMalloc(&c->F, h)); CK(cudaMalloc(&c->G, h)); CK(cudaMalloc(&c->R, h)); CK(cudaMalloc(&c->U, 4 * h));
-    CK(cudaMalloc(&c->logits, (size_t)n * V)); CK(cudaMalloc(&c->Hs, (size_t)L * h));
+    c->tc = tc;
+    size_t h = (size_t)n * H, ht = h * tc;
+    CK(cudaMalloc(&c->X, ht)); CK(cudaMalloc(&c->XN, ht)); CK(cudaMalloc(&c->TF, ht)); CK(cudaMalloc(&c->TH, ht));
+    CK(cudaMalloc(&c->R, ht)); CK(cudaMalloc(&c->U, 4 * ht)); CK(cudaMalloc(&c->logits, (size_t)n * tc * V));
+    CK(cudaMalloc(&c->rz, (size_t)n * tc));
+    CK(cudaMalloc(&c->F, h)); CK(cudaMalloc(&c->G, h)); CK(cudaMalloc(&c->Hs, (size_t)L * h));
     CK(cudaMemset(c->Hs, 0, (size_t)L * h));
     CK(cudaMalloc(&c->scores, sizeof(int32_t) * (size_t)n));
     c->tok_cap = ngroups * rowlen;
@@ -645,14 +887,19 @@ static int ctx_alloc(Ctx *c, int n, int H, int L, int V, int ngroups, int rowlen
     return 0;
 }
 static void ctx_free(Ctx *c) {
-    cudaFree(c->X); cudaFree(c->XN); cudaFree(c->T1); cudaFree(c->C); cudaFree(c->F); cudaFree(c->G); cudaFree(c->R);
-    cudaFree(c->U); cudaFree(c->logits); cudaFree(c->Hs); cudaFree(c->scores); cudaFree(c->tokens); cudaFree(c->reset);
+    cudaFree(c->X); cudaFree(c->XN); cudaFree(c->TF); cudaFree(c->TH); cudaFree(c->F); cudaFree(c->G); cudaFree(c->R);
+    cudaFree(c->rz); cudaFree(c->U); cudaFree(c->logits); cudaFree(c->Hs); cudaFree(c->scores); cudaFree(c->tokens); cudaFree(c->reset);
     memset(c, 0, sizeof *c);
 }
 
 static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
     dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN, 1);
-    if (mode == MODE_UPDATE) {
+    if (mode != MODE_UPDATE) {
+        a.ntn = (int)grid.y;
+        a.mtn = (int)grid.x;
+        a.nfast = a.K >= 2 * a.N; /* measured: faster for down (K = 4H), slower for up */
+        grid = dim3(grid.x * grid.y, 1, 1);
+    } else {
         /* split K (the pair dimension) until the grid covers the GPU twice */
         int tiles = (int)(grid.x * grid.y), kt = a.K / BK, want = (2 * c->nsm + tiles - 1) / tiles;
         int per = (kt + want - 1) / want;
@@ -665,6 +912,7 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
     case MODE_BIAS: mm_kernel<MODE_BIAS><<<grid, NTHREADS, smem, c->st>>>(a); break;
     case MODE_BIAS_GATE: mm_kernel<MODE_BIAS_GATE><<<grid, NTHREADS, smem, c->st>>>(a); break;
     case MODE_RESID: mm_kernel<MODE_RESID><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    case MODE_BIAS_MIX: mm_kernel<MODE_BIAS_MIX><<<grid, NTHREADS, smem, c->st>>>(a); break;
     default: mm_kernel<MODE_UPDATE><<<grid, NTHREADS, smem, c->st>>>(a); break;
     }
     CKL();
@@ -673,14 +921,16 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
 
 static const int8_t *tp(const CudaImpl *c, int id) { return c->params + c->m->t[id].off; }
 
-/* One MM of the forward: Y = epilogue(X . W_id^T). */
-static int mm(CudaImpl *c, Ctx *x, int id, int noisy, const int8_t *X, int8_t *Y, int mode, const int8_t *other,
-              int bias_id, const int8_t *h, int8_t *gout, egg_err *err) {
+/* One MM of the forward over `rows` rows [time][member] of x's members:
+ * Y = epilogue(X . W_id^T). `mx` carries the BIAS_MIX operands. */
+static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X, int8_t *Y, int mode, const int8_t *other,
+              int bias_id, const int8_t *h, int8_t *gout, const MMArgs *mx, egg_err *err) {
     const egg_tensor *t = &c->m->t[id];
     MMArgs a;
     memset(&a, 0, sizeof a);
+    if (mx) { a.f = mx->f; a.xres = mx->xres; a.hs = mx->hs; a.rz = mx->rz; }
     a.X = X; a.ldx = t->cols; a.W = tp(c, id); a.ldw = t->cols;
-    a.M = x->n; a.N = t->rows; a.K = t->cols;
+    a.M = rows; a.N = t->rows; a.K = t->cols; a.wrap = x->n / 2;
     a.s = egg_mm_shift((uint32_t)t->cols); a.pshift = c->pshift; a.r = noisy ? c->r : 0;
     a.noise = noisy ? c->noise : NULL; a.pstride = c->pstride; a.aoff = c->noff[id];
     a.other = other;
@@ -693,46 +943,73 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
     const int wpb = 8, rb = (n + wpb - 1) / wpb;
     const int8_t *nz = noisy ? c->noise : NULL;
+    const size_t nh = (size_t)n * H;
+    int rc;
     CK(cudaMemsetAsync(x->scores, 0, sizeof(int32_t) * (size_t)n, c->st));
     prof_start(c);
-    for (int t = 0; t < T; t++) {
-        embed_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, L, c->r, c->pshift, x->tokens, rowlen, t, group, gbase, m0, tp(c, EGG_T_EMB),
-                                                 nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, x->X, x->Hs);
+    for (int t0 = 0; t0 < T; t0 += x->tc) {
+        const int tc = T - t0 < x->tc ? T - t0 : x->tc, rows = n * tc, rbt = (rows + wpb - 1) / wpb;
+        embed_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,
+                                                  tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, x->X, x->rz,
+                                                  x->Hs);
         CKL();
         prof_mark(c, P_EMB);
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
-            int8_t *Hl = x->Hs + (size_t)l * n * H;
-            ln_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, x->X, tp(c, id0 + EGG_L_LN1), nz, c->pstride, c->noff[id0 + EGG_L_LN1],
-                                                  c->pshift, x->XN);
+            int8_t *Hl = x->Hs + (size_t)l * nh;
+            ln_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, x->X, tp(c, id0 + EGG_L_LN1), nz, c->pstride,
+                                                   c->noff[id0 + EGG_L_LN1], c->pshift, x->XN);
             CKL();
             prof_mark(c, P_LN);
-            int rc;
-            if ((rc = mm(c, x, id0 + EGG_L_WF, noisy, x->XN, x->T1, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+            /* the input projections of the whole chunk at once */
+            if ((rc = mm(c, x, rows, id0 + EGG_L_WF, noisy, x->XN, x->TF, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
+            if ((rc = mm(c, x, rows, id0 + EGG_L_WH, noisy, x->XN, x->TH, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_MM_X);
-            if ((rc = mm(c, x, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->T1, id0 + EGG_L_BF, Hl, x->G, err))) return rc;
+            /* the recurrence, one timestep at a time: f = Uf.h + Wf.x + bf, g = gate(f, h);
+             * c = Uh.g + Wh.x + bh, h' = mix(f, c, h), R = h' + x (state reset where the next token is 0) */
+#ifdef EGG_RECUR
+            if (c->recur) {
+                RecArgs ra;
+                memset(&ra, 0, sizeof ra);
+                ra.n = n; ra.tc = tc; ra.H = H; ra.r = noisy ? c->r : 0; ra.s = egg_mm_shift((uint32_t)H); ra.pshift = c->pshift;
+                ra.Uf = tp(c, id0 + EGG_L_UF); ra.Uh = tp(c, id0 + EGG_L_UH); ra.bf = tp(c, id0 + EGG_L_BF); ra.bh = tp(c, id0 + EGG_L_BH);
+                ra.noise = nz; ra.pstride = c->pstride;
+                ra.off_uf = c->noff[id0 + EGG_L_UF]; ra.off_uh = c->noff[id0 + EGG_L_UH];
+                ra.off_bf = c->noff[id0 + EGG_L_BF]; ra.off_bh = c->noff[id0 + EGG_L_BH];
+                ra.TF = x->TF; ra.TH = x->TH; ra.X = x->X; ra.rz = x->rz; ra.Hs = Hl; ra.R = x->R;
+                recur_kernel<<<(n + BM - 1) / BM, NTHREADS, rec_smem_bytes(H), c->st>>>(ra);
+                CKL();
+            }
+#endif
+            for (int dt = 0; dt < tc && !c->recur; dt++) {
+                const size_t o = (size_t)dt * nh;
+                if ((rc = mm(c, x, n, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->TF + o, id0 + EGG_L_BF, Hl, x->G, NULL,
+                             err)))
+                    return rc;
+                MMArgs mx;
+                memset(&mx, 0, sizeof mx);
+                mx.f = x->F; mx.xres = x->X + o; mx.hs = Hl; mx.rz = dt + 1 < tc ? x->rz + (size_t)(dt + 1) * n : NULL;
+                if ((rc = mm(c, x, n, id0 + EGG_L_UH, noisy, x->G, x->R + o, MODE_BIAS_MIX, x->TH + o, id0 + EGG_L_BH, NULL, NULL,
+                             &mx, err)))
+                    return rc;
+            }
             prof_mark(c, P_MM_H);
-            if ((rc = mm(c, x, id0 + EGG_L_WH, noisy, x->XN, x->T1, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
-            prof_mark(c, P_MM_X);
-            if ((rc = mm(c, x, id0 + EGG_L_UH, noisy, x->G, x->C, MODE_BIAS, x->T1, id0 + EGG_L_BH, NULL, NULL, err))) return rc;
-            prof_mark(c, P_MM_H);
-            mix_ln_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, x->F, x->C, Hl, x->X, x->R, tp(c, id0 + EGG_L_LN2), nz, c->pstride,
-                                                      c->noff[id0 + EGG_L_LN2], c->pshift, x->XN);
+            ln_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, x->R, tp(c, id0 + EGG_L_LN2), nz, c->pstride,
+                                                   c->noff[id0 + EGG_L_LN2], c->pshift, x->XN);
             CKL();
             prof_mark(c, P_MIX);
-            if ((rc = mm(c, x, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+            if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_UP);
-            if ((rc = mm(c, x, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, err))) return rc;
+            if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_DOWN);
         }
-        ln_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, H, x->X, tp(c, EGG_T_LNOUT(L)), nz, c->pstride, c->noff[EGG_T_LNOUT(L)],
-                                              c->pshift, x->XN);
+        ln_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, x->X, tp(c, EGG_T_LNOUT(L)), nz, c->pstride, c->noff[EGG_T_LNOUT(L)],
+                                               c->pshift, x->XN);
         CKL();
         prof_mark(c, P_LN);
-        int rc;
-        if ((rc = mm(c, x, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, err))) return rc;
+        if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
         prof_mark(c, P_HEAD);
-        loss_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, V, x->logits, x->tokens, rowlen, t, group, gbase, m0, x->scores);
+        loss_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, tc, V, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
         CKL();
         prof_mark(c, P_LOSS);
     }
@@ -873,10 +1150,17 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     return 0;
 }
 
+/* bytes the chunked activations may take: a quarter of what is free, at most 6 GB */
+static size_t chunk_budget(void) {
+    size_t fr = 0, total = 0;
+    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) return (size_t)256 << 20;
+    size_t b = fr / 4, cap = (size_t)6 << 30;
+    return b < cap ? b : cap;
+}
 static int ensure_ctx(CudaImpl *c, Ctx *x, int n, int rowlen, egg_err *err) {
     if (x->n >= n && x->X) return 0;
     if (x->X) ctx_free(x);
-    return ctx_alloc(x, n, c->H, c->L, c->V, n, rowlen, err);
+    return ctx_alloc(x, n, ctx_chunk(n, c->H, c->V, rowlen - 1, chunk_budget()), c->H, c->L, c->V, n, rowlen, err);
 }
 
 static int cuda_eval_clean(egg_backend *be, int n, int len, const int32_t *tokens, int32_t *scores, egg_err *err) {
@@ -1029,9 +1313,10 @@ extern "C" double egg_cuda_mma_peak_tops(int dev) {
     MMArgs a;
     memset(&a, 0, sizeof a);
     a.X = x; a.ldx = n; a.W = w; a.ldw = n; a.M = n; a.N = n; a.K = n; a.s = 10; a.Y = y; a.ldy = n;
+    a.mtn = n / BM; a.ntn = n / BN;
     const int smem = (int)mm_smem_bytes(0);
     cudaFuncSetAttribute(mm_kernel<MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes(GPU_RMAX));
-    dim3 grid(n / BM, n / BN);
+    dim3 grid((n / BM) * (n / BN));
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0); cudaEventCreate(&e1);
     mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem>>>(a);
@@ -1077,10 +1362,11 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     const int n = m1 - m0, np = n / 2;
     const int ngroups = n > 0 ? (m1 - 1) / cfg->group - m0 / cfg->group + 1 : 1;
     /* memory plan: say what to reduce when it does not fit */
-    size_t need = m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (11 + (size_t)m->L) + (size_t)n * m->V +
-                  (size_t)(m->H * 5 + m->V) * (size_t)(cfg->pop / 2 * cfg->rank * 2 + 32) + ((size_t)64 << 20);
     size_t fr = 0, total = 0;
     CK(cudaMemGetInfo(&fr, &total));
+    const int tc = ctx_chunk(n, m->H, m->V, cfg->seq, chunk_budget());
+    size_t need = m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (2 + (size_t)m->L) + (size_t)tc * ctx_step_bytes(n, m->H, m->V) +
+                  (size_t)(m->H * 5 + m->V) * (size_t)(cfg->pop / 2 * cfg->rank * 2 + 32) + ((size_t)64 << 20);
     if (need > fr) {
         delete c;
         return egg_fail(err, EGG_EINPUT, "GPU %d: this config needs about %.1f GB of device memory but %.1f GB are free; lower --pop (members per GPU) or --hidden/--seq, or use more ranks",
@@ -1092,7 +1378,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
     CK(cudaMalloc(&c->changed, sizeof(unsigned long long)));
     CK(cudaMalloc(&c->seedep, 2 * sizeof(uint64_t)));
-    int rc = ctx_alloc(&c->train, n > 0 ? n : 1, m->H, m->L, m->V, ngroups, cfg->seq + 1, err);
+    int rc = ctx_alloc(&c->train, n > 0 ? n : 1, tc, m->H, m->L, m->V, ngroups, cfg->seq + 1, err);
     if (rc) { delete c; return rc; }
     c->train.n = n;
     c->smem = (int)mm_smem_bytes(c->r);
@@ -1106,15 +1392,28 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS_GATE>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_RESID>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS_MIX>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_UPDATE>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_PLAIN>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS_GATE>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_RESID>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS_MIX>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_UPDATE>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
     c->nsm = prop.multiProcessorCount;
+#ifdef EGG_RECUR
+    { /* EGG_CUDA_RECUR=1 selects the persistent recurrence kernel: bit-exact, but
+       * measured slower than the per-timestep GEMMs on H100 (docs/BENCHMARKS.md) */
+        const char *e = getenv("EGG_CUDA_RECUR");
+        const size_t rs = rec_smem_bytes(m->H);
+        if (e && atoi(e) != 0 && rs <= prop.sharedMemPerBlockOptin) {
+            CK(cudaFuncSetAttribute(recur_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rs));
+            c->recur = 1;
+        }
+    }
+#endif
     be->name = EGG_GPU_NAME;
     be->device_id = dev;
 #if defined(__HIPCC__) /* the wavefront size is the device's (64 on CDNA, 32 on RDNA) */
