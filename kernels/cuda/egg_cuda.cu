@@ -68,7 +68,7 @@ enum { MODE_PLAIN = 0, MODE_BIAS = 1, MODE_BIAS_GATE = 2, MODE_RESID = 3, MODE_U
 #define EPI_ROWS BM
 #endif
 #ifndef MM_MIN_BLOCKS
-#define MM_MIN_BLOCKS 1
+#define MM_MIN_BLOCKS 2 /* <= 128 registers: two CTAs per SM (134 without the bound = one) */
 #endif
 #define NTHREADS 256
 #define LDC (BN + 4)
@@ -162,13 +162,13 @@ __device__ __forceinline__ int epi_one(const MMArgs &a, int32_t v, int m, int o,
  * R known at compile time. Same integer operations as epi_one. */
 __device__ __forceinline__ int clip4(int v) { return v < -127 ? -127 : (v > 127 ? 127 : v); }
 template <int MODE, int R>
-__device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const int *ts, int m0, int n0, int tid) {
+__device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const int *ts, const int *prow, int m0, int n0, int tid) {
     for (int idx = tid; idx < EPI_ROWS * BN / 4; idx += NTHREADS) {
         const int ml = idx / (BN / 4), ol = (idx % (BN / 4)) * 4, m = m0 + ml, o = n0 + ol;
         if (m >= a.M || o >= a.N) continue;
         const int4 v = *(const int4 *)&Cs[ml * LDC + ol];
         int y0, y1, y2, y3;
-        const int8_t *blob = R > 0 ? a.noise + (size_t)pair_of(a, m) * a.pstride : NULL;
+        const int8_t *blob = R > 0 ? a.noise + (size_t)prow[ml] * a.pstride : NULL;
         if (R == 0) {
             y0 = clip4(v.x >> a.s); y1 = clip4(v.y >> a.s); y2 = clip4(v.z >> a.s); y3 = clip4(v.w >> a.s);
         } else {
@@ -229,6 +229,7 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
     int8_t *Ws = Xs + STAGES * BM * LDS;         /* [STAGES][BN][LDS] */
     int8_t *Bs = Ws + STAGES * BN * LDS;         /* [STAGES][BM/2][r][BK] */
     int *ts = (int *)(smem + mm_ts_offset(rr));  /* [BM][GPU_RMAX] */
+    int *prow = ts + BM * GPU_RMAX;              /* [BM]: noise pair of each row */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
@@ -261,14 +262,20 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
         if (MODE != MODE_UPDATE && r > 0) {
             for (int q = tid; q < (BM / 2) * r * 4; q += NTHREADS) {
                 int p = q / (rr * 4), j = (q >> 2) % rr, c = q & 3;
-                int gp = (m0 >> 1) + p;
-                bool ok = 2 * gp < a.M && k0 + c * 16 < kend;
-                if (a.wrap) gp %= a.wrap;
+                const bool ok = 2 * ((m0 >> 1) + p) < a.M && k0 + c * 16 < kend;
+                const int gp = ok ? prow[2 * p] : 0;
                 const int8_t *src = a.noise + (ok ? (size_t)gp * a.pstride + a.aoff + a_span(r, a.N) + (size_t)j * a.K + k0 + c * 16 : 0);
                 cp_async16(Bs + ((st * (BM / 2) + p) * rr + j) * BK + c * 16, src, ok);
             }
         }
     };
+
+    /* rows are [time][member]: the pair of row m is (m/2) % wrap, one division per row here
+     * instead of one per use in the loader and the epilogue */
+    if (MODE != MODE_UPDATE && r > 0) {
+        for (int i = tid; i < BM; i += NTHREADS) prow[i] = pair_of(a, m0 + i);
+        __syncthreads();
+    }
 
     int acc[4][4][4];
 #pragma unroll
@@ -370,7 +377,7 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
     const bool small = r * a.K <= 2048;
     for (int p = 0; p < BM / EPI_ROWS; p++) { /* one pass unless shared memory is short (AMD) */
         const int r0 = p * EPI_ROWS, e0 = m0 + r0;
-        const int *tse = ts + r0 * GPU_RMAX;
+        const int *tse = ts + r0 * GPU_RMAX, *pre = prow + r0;
         if (p) __syncthreads(); /* the previous pass has read Cs */
         if (wm * (BM / 2) / EPI_ROWS == p) {
 #pragma unroll
@@ -395,11 +402,11 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
         }
         if ((a.N & 3) == 0 && small) {
             switch (r) {
-            case 0: epi_tile4<MODE, 0>(a, Cs, tse, e0, n0, tid); break;
-            case 1: epi_tile4<MODE, 1>(a, Cs, tse, e0, n0, tid); break;
-            case 2: epi_tile4<MODE, 2>(a, Cs, tse, e0, n0, tid); break;
-            case 3: epi_tile4<MODE, 3>(a, Cs, tse, e0, n0, tid); break;
-            default: epi_tile4<MODE, 4>(a, Cs, tse, e0, n0, tid); break;
+            case 0: epi_tile4<MODE, 0>(a, Cs, tse, pre, e0, n0, tid); break;
+            case 1: epi_tile4<MODE, 1>(a, Cs, tse, pre, e0, n0, tid); break;
+            case 2: epi_tile4<MODE, 2>(a, Cs, tse, pre, e0, n0, tid); break;
+            case 3: epi_tile4<MODE, 3>(a, Cs, tse, pre, e0, n0, tid); break;
+            default: epi_tile4<MODE, 4>(a, Cs, tse, pre, e0, n0, tid); break;
             }
         } else {
             for (int idx = tid; idx < EPI_ROWS * BN; idx += NTHREADS) {
@@ -419,7 +426,7 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
     }
 }
 
-static size_t mm_smem_bytes(int r) { return (size_t)mm_ts_offset(r > 0 ? r : 1) + (size_t)BM * GPU_RMAX * 4; }
+static size_t mm_smem_bytes(int r) { return (size_t)mm_ts_offset(r > 0 ? r : 1) + (size_t)BM * (GPU_RMAX + 1) * 4; }
 
 /* update: apply the thresholded votes Z to n weights, count changes, clear Z */
 __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w, unsigned long long *changed) {
