@@ -67,6 +67,11 @@ enum { MODE_PLAIN = 0, MODE_BIAS = 1, MODE_BIAS_GATE = 2, MODE_RESID = 3, MODE_U
 #define STAGES 3
 #define EPI_ROWS BM
 #endif
+#ifndef EGG_EPI_UNROLL
+#define EGG_EPI_UNROLL 4 /* rows of the epilogue in flight per thread */
+#endif
+#define EGG_PRAGMA(x) _Pragma(#x)
+#define EGG_UNROLL(n) EGG_PRAGMA(unroll n)
 #ifndef MM_MIN_BLOCKS
 #define MM_MIN_BLOCKS 2 /* <= 128 registers: two CTAs per SM (134 without the bound = one) */
 #endif
@@ -86,7 +91,7 @@ struct MMArgs {
     int32_t *Z; int ksplit;          /* update: split-K partial sums, atomically added */
     int ntn, mtn, nfast;             /* forward: N and M tiles of the 1-D grid; N tiles fastest */
     int wrap;                        /* rows are [time][members]: pair of row m = (m/2) % wrap; 0 = m/2 */
-    /* BIAS_MIX (candidate c = y): h' = mix(f, c, hs); Y = clip(h' + xres); hs = rz[m] ? 0 : h' */
+    /* BIAS_MIX (candidate c = y): h' = mix(f, c, hs); Y = clip(h' + xres); hs = rz[m] ? 0 : h' (rz never NULL) */
     const int8_t *f, *xres; int8_t *hs; const uint8_t *rz;
 };
 __device__ __forceinline__ int pair_of(const MMArgs &a, int m) { return a.wrap ? (m >> 1) % a.wrap : (m >> 1); }
@@ -161,54 +166,76 @@ __device__ __forceinline__ int epi_one(const MMArgs &a, int32_t v, int m, int o,
  * consecutive outputs per thread, every global access 4 bytes wide, the rank
  * R known at compile time. Same integer operations as epi_one. */
 __device__ __forceinline__ int clip4(int v) { return v < -127 ? -127 : (v > 127 ? 127 : v); }
+/* 4 bytes the kernel only reads (read-only data path on NVIDIA): the epilogue's
+ * loads then do not wait behind its stores and several rows' loads overlap */
+__device__ __forceinline__ char4 ld_ro4(const int8_t *p) {
+#if defined(__HIPCC__)
+    return *(const char4 *)p;
+#else
+    return __ldg((const char4 *)p);
+#endif
+}
 template <int MODE, int R>
 __device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const int *ts, const int *prow, int m0, int n0, int tid) {
-    for (int idx = tid; idx < EPI_ROWS * BN / 4; idx += NTHREADS) {
-        const int ml = idx / (BN / 4), ol = (idx % (BN / 4)) * 4, m = m0 + ml, o = n0 + ol;
-        if (m >= a.M || o >= a.N) continue;
+    /* a thread keeps one group of 4 columns (BN/4 = 32 groups per row) and walks
+     * the rows NTHREADS/32 apart: the column's bias and offsets are set up once */
+    constexpr int CPR = BN / 4, RSTEP = NTHREADS / CPR;
+    const int ol = (tid % CPR) * 4, o = n0 + ol;
+    if (o >= a.N) return;
+    int bb0 = 0, bb1 = 0, bb2 = 0, bb3 = 0;
+    if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE || MODE == MODE_BIAS_MIX) {
+        const char4 b = *(const char4 *)(a.bias + o);
+        bb0 = b.x; bb1 = b.y; bb2 = b.z; bb3 = b.w;
+    }
+    const int8_t *acol = a.noise + a.aoff + o, *vcol = a.noise + a.voff + o;
+    const int s = a.s, ps = a.pshift;
+    const int nrows = a.M - m0 < EPI_ROWS ? a.M - m0 : EPI_ROWS;
+    EGG_UNROLL(EGG_EPI_UNROLL)
+    for (int ml = tid / CPR; ml < nrows; ml += RSTEP) {
+        const int m = m0 + ml;
         const int4 v = *(const int4 *)&Cs[ml * LDC + ol];
+        const size_t boff = R > 0 ? (size_t)prow[ml] * a.pstride : 0;
         int y0, y1, y2, y3;
-        const int8_t *blob = R > 0 ? a.noise + (size_t)prow[ml] * a.pstride : NULL;
         if (R == 0) {
-            y0 = clip4(v.x >> a.s); y1 = clip4(v.y >> a.s); y2 = clip4(v.z >> a.s); y3 = clip4(v.w >> a.s);
+            y0 = clip4(v.x >> s); y1 = clip4(v.y >> s); y2 = clip4(v.z >> s); y3 = clip4(v.w >> s);
         } else {
             int p0 = 0, p1 = 0, p2 = 0, p3 = 0;
 #pragma unroll
             for (int q = 0; q < R; q++) {
                 const int t = ts[ml * GPU_RMAX + q];
-                const char4 A = *(const char4 *)(blob + a.aoff + (size_t)q * a.N + o);
+                const char4 A = ld_ro4(acol + boff + (size_t)q * a.N);
                 p0 += t * A.x; p1 += t * A.y; p2 += t * A.z; p3 += t * A.w;
             }
-            y0 = clip4((v.x + (p0 >> a.pshift)) >> a.s);
-            y1 = clip4((v.y + (p1 >> a.pshift)) >> a.s);
-            y2 = clip4((v.z + (p2 >> a.pshift)) >> a.s);
-            y3 = clip4((v.w + (p3 >> a.pshift)) >> a.s);
+            y0 = clip4((v.x + (p0 >> ps)) >> s);
+            y1 = clip4((v.y + (p1 >> ps)) >> s);
+            y2 = clip4((v.z + (p2 >> ps)) >> s);
+            y3 = clip4((v.w + (p3 >> ps)) >> s);
         }
         const size_t yi = (size_t)m * a.ldy + o;
         if (MODE == MODE_BIAS || MODE == MODE_BIAS_GATE || MODE == MODE_BIAS_MIX) {
-            const char4 b = *(const char4 *)(a.bias + o), ot = *(const char4 *)(a.other + yi);
-            int b0 = b.x, b1 = b.y, b2 = b.z, b3 = b.w;
+            const char4 ot = ld_ro4(a.other + yi);
+            int b0 = bb0, b1 = bb1, b2 = bb2, b3 = bb3;
             if (R > 0) {
                 const int sg = (m & 1) ? -1 : 1;
-                const char4 n1 = *(const char4 *)(blob + a.voff + o), n2 = *(const char4 *)(blob + a.voff + a.N + o);
-                b0 = egg_vec_pert(b0, n1.x, n2.x, sg, a.pshift); b1 = egg_vec_pert(b1, n1.y, n2.y, sg, a.pshift);
-                b2 = egg_vec_pert(b2, n1.z, n2.z, sg, a.pshift); b3 = egg_vec_pert(b3, n1.w, n2.w, sg, a.pshift);
+                const char4 n1 = ld_ro4(vcol + boff), n2 = ld_ro4(vcol + boff + a.N);
+                b0 = egg_vec_pert(b0, n1.x, n2.x, sg, ps); b1 = egg_vec_pert(b1, n1.y, n2.y, sg, ps);
+                b2 = egg_vec_pert(b2, n1.z, n2.z, sg, ps); b3 = egg_vec_pert(b3, n1.w, n2.w, sg, ps);
             }
             y0 = clip4(y0 + ot.x + b0); y1 = clip4(y1 + ot.y + b1); y2 = clip4(y2 + ot.z + b2); y3 = clip4(y3 + ot.w + b3);
             if (MODE == MODE_BIAS_GATE) {
-                const char4 h = *(const char4 *)(a.h + yi);
+                const char4 h = ld_ro4(a.h + yi);
                 *(char4 *)(a.gout + yi) = make_char4((signed char)egg_gru_gate(y0, h.x), (signed char)egg_gru_gate(y1, h.y),
                                                      (signed char)egg_gru_gate(y2, h.z), (signed char)egg_gru_gate(y3, h.w));
             } else if (MODE == MODE_BIAS_MIX) {
-                const char4 f = *(const char4 *)(a.f + yi), h = *(const char4 *)(a.hs + yi), x = *(const char4 *)(a.xres + yi);
+                const char4 f = ld_ro4(a.f + yi), h = *(const char4 *)(a.hs + yi), x = ld_ro4(a.xres + yi);
                 const int h0 = egg_gru_mix(f.x, y0, h.x), h1 = egg_gru_mix(f.y, y1, h.y);
                 const int h2 = egg_gru_mix(f.z, y2, h.z), h3 = egg_gru_mix(f.w, y3, h.w);
-                *(char4 *)(a.hs + yi) = (a.rz && a.rz[m]) ? make_char4(0, 0, 0, 0)
+                *(char4 *)(a.hs + yi) = a.rz[m] ? make_char4(0, 0, 0, 0)
                                                           : make_char4((signed char)h0, (signed char)h1, (signed char)h2, (signed char)h3);
                 y0 = clip4(h0 + x.x); y1 = clip4(h1 + x.y); y2 = clip4(h2 + x.z); y3 = clip4(h3 + x.w);
             }
         } else if (MODE == MODE_RESID) {
-            const char4 ot = *(const char4 *)(a.other + yi);
+            const char4 ot = ld_ro4(a.other + yi);
             y0 = clip4(y0 + ot.x); y1 = clip4(y1 + ot.y); y2 = clip4(y2 + ot.z); y3 = clip4(y3 + ot.w);
         }
         *(char4 *)(a.Y + yi) = make_char4((signed char)y0, (signed char)y1, (signed char)y2, (signed char)y3);
@@ -417,7 +444,7 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
                 if (MODE == MODE_BIAS_GATE) a.gout[yi] = (int8_t)egg_gru_gate(y, a.h[yi]);
                 if (MODE == MODE_BIAS_MIX) {
                     const int hp = egg_gru_mix(a.f[yi], y, a.hs[yi]);
-                    a.hs[yi] = (int8_t)((a.rz && a.rz[m]) ? 0 : hp);
+                    a.hs[yi] = (int8_t)(a.rz[m] ? 0 : hp);
                     y = egg_clip8(hp + a.xres[yi]);
                 }
                 a.Y[yi] = (int8_t)y;
@@ -454,29 +481,60 @@ __device__ __forceinline__ int warp_sum(int v) {
     return v;
 }
 
-/* Perturbed vector element for member m (noise may be NULL: clean). */
-__device__ __forceinline__ int vec_w(const int8_t *w, const int8_t *noise, size_t pstride, size_t voff, int n, int m, int i,
-                                     int pshift) {
-    if (!noise) return w[i];
-    const int8_t *n1 = noise + (size_t)(m >> 1) * pstride + voff;
-    return egg_vec_pert(w[i], n1[i], n1[n + i], (m & 1) ? -1 : 1, pshift);
+#ifndef EGG_LN_DIV16
+#define EGG_LN_DIV16 1
+#endif
+/* egg_ln_apply: (x * w) / d truncating, clipped; with EGG_LN_DIV16 the division
+ * is the exact multiply-shift of egg_div16 (as in the CPU's vectorised LN:
+ * every int8 value the model holds is in -127..127, so |x w| < 2^14) */
+__device__ __forceinline__ int ln_apply(int x, int w, int32_t d, egg_div16 dv) {
+#if EGG_LN_DIV16
+    const int p = x * w;
+    const uint32_t a = (uint32_t)(p < 0 ? -p : p);
+    const int q = d == 1 ? (int)a : (int)egg_div16_apply(a, dv);
+    return egg_clip8(p < 0 ? -q : q);
+#else
+    (void)dv;
+    return egg_ln_apply(x, w, d);
+#endif
 }
 
-__device__ void ln_row(const int8_t *x, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff, int H, int m,
-                       int pshift, int8_t *y, int lane) {
-    int s = 0;
-    for (int i = lane; i < H; i += 32) { int v = x[i]; s += v < 0 ? -v : v; }
-    s = warp_sum(s);
-    int32_t d = egg_ln_div(s, H);
-    for (int i = lane; i < H; i += 32) y[i] = (int8_t)egg_ln_apply(x[i], vec_w(w, noise, pstride, voff, H, m, i, pshift), d);
-}
-
-/* rows are [time][members] (nm members per timestep): row -> member row % nm */
+/* EGG-LN of rows [time][members] (nm members per timestep), a warp per two
+ * consecutive rows: with noise they are the two members of one pair (nm is
+ * even), which share the weights' noise with opposite signs. */
 __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride,
                           size_t voff, int pshift, int8_t *Y) {
-    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (row >= rows) return;
-    ln_row(X + (size_t)row * H, w, noise, pstride, voff, H, row % nm, pshift, Y + (size_t)row * H, lane);
+    const int r0 = 2 * (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)), lane = threadIdx.x & 31;
+    if (r0 >= rows) return;
+    const bool two = r0 + 1 < rows;
+    const int8_t *x0 = X + (size_t)r0 * H, *x1 = x0 + H;
+    int8_t *y0 = Y + (size_t)r0 * H, *y1 = y0 + H;
+    int s0 = 0, s1 = 0;
+#pragma unroll 4
+    for (int i = lane; i < H; i += 32) {
+        const int v0 = x0[i];
+        s0 += v0 < 0 ? -v0 : v0;
+        if (two) { const int v1 = x1[i]; s1 += v1 < 0 ? -v1 : v1; }
+    }
+    for (int off = 16; off; off >>= 1) {
+        s0 += __shfl_xor_sync(0xffffffffu, s0, off);
+        s1 += __shfl_xor_sync(0xffffffffu, s1, off);
+    }
+    const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
+    const egg_div16 dv0 = egg_div16_make(d0 > 1 ? d0 : 2), dv1 = egg_div16_make(d1 > 1 ? d1 : 2);
+    const int8_t *n1 = noise ? noise + (size_t)((r0 % nm) >> 1) * pstride + voff : NULL;
+#pragma unroll 4
+    for (int i = lane; i < H; i += 32) {
+        const int wi = w[i];
+        int w0 = wi, w1 = wi;
+        if (n1) {
+            const int a = n1[i], b = n1[H + i];
+            w0 = egg_vec_pert(wi, a, b, 1, pshift);
+            w1 = egg_vec_pert(wi, a, b, -1, pshift);
+        }
+        y0[i] = (int8_t)ln_apply(x0[i], w0, d0, dv0);
+        if (two) y1[i] = (int8_t)ln_apply(x1[i], w1, d1, dv1);
+    }
 }
 
 /* x = perturbed embedding row of the member's input token, for the rows
@@ -808,7 +866,7 @@ struct Ctx {
     int n, tc;
     int8_t *X, *XN, *TF, *TH, *R, *U, *logits; /* [tc][n][width] */
     int8_t *F, *G, *Hs;                         /* [n][H]; state [L][n][H] */
-    uint8_t *rz;                                /* [tc][n]: token == 0 */
+    uint8_t *rz, *rz0;                          /* [tc][n]: token == 0; rz0: n zeros after them */
     int32_t *scores, *tokens;
     uint8_t *reset;
     int tok_cap;
@@ -884,7 +942,9 @@ static int ctx_alloc(Ctx *c, int n, int tc, int H, int L, int V, int ngroups, in
     size_t h = (size_t)n * H, ht = h * tc;
     CK(cudaMalloc(&c->X, ht)); CK(cudaMalloc(&c->XN, ht)); CK(cudaMalloc(&c->TF, ht)); CK(cudaMalloc(&c->TH, ht));
     CK(cudaMalloc(&c->R, ht)); CK(cudaMalloc(&c->U, 4 * ht)); CK(cudaMalloc(&c->logits, (size_t)n * tc * V));
-    CK(cudaMalloc(&c->rz, (size_t)n * tc));
+    CK(cudaMalloc(&c->rz, (size_t)n * (tc + 1)));
+    CK(cudaMemset(c->rz, 0, (size_t)n * (tc + 1)));
+    c->rz0 = c->rz + (size_t)n * tc;
     CK(cudaMalloc(&c->F, h)); CK(cudaMalloc(&c->G, h)); CK(cudaMalloc(&c->Hs, (size_t)L * h));
     CK(cudaMemset(c->Hs, 0, (size_t)L * h));
     CK(cudaMalloc(&c->scores, sizeof(int32_t) * (size_t)n));
@@ -956,6 +1016,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     prof_start(c);
     for (int t0 = 0; t0 < T; t0 += x->tc) {
         const int tc = T - t0 < x->tc ? T - t0 : x->tc, rows = n * tc, rbt = (rows + wpb - 1) / wpb;
+        const int rb2 = ((rows + 1) / 2 + wpb - 1) / wpb; /* LN: a warp per two rows */
         embed_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,
                                                   tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, x->X, x->rz,
                                                   x->Hs);
@@ -964,7 +1025,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
             int8_t *Hl = x->Hs + (size_t)l * nh;
-            ln_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, x->X, tp(c, id0 + EGG_L_LN1), nz, c->pstride,
+            ln_kernel<<<rb2, 32 * wpb, 0, c->st>>>(rows, n, H, x->X, tp(c, id0 + EGG_L_LN1), nz, c->pstride,
                                                    c->noff[id0 + EGG_L_LN1], c->pshift, x->XN);
             CKL();
             prof_mark(c, P_LN);
@@ -995,13 +1056,13 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     return rc;
                 MMArgs mx;
                 memset(&mx, 0, sizeof mx);
-                mx.f = x->F; mx.xres = x->X + o; mx.hs = Hl; mx.rz = dt + 1 < tc ? x->rz + (size_t)(dt + 1) * n : NULL;
+                mx.f = x->F; mx.xres = x->X + o; mx.hs = Hl; mx.rz = dt + 1 < tc ? x->rz + (size_t)(dt + 1) * n : x->rz0;
                 if ((rc = mm(c, x, n, id0 + EGG_L_UH, noisy, x->G, x->R + o, MODE_BIAS_MIX, x->TH + o, id0 + EGG_L_BH, NULL, NULL,
                              &mx, err)))
                     return rc;
             }
             prof_mark(c, P_MM_H);
-            ln_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, x->R, tp(c, id0 + EGG_L_LN2), nz, c->pstride,
+            ln_kernel<<<rb2, 32 * wpb, 0, c->st>>>(rows, n, H, x->R, tp(c, id0 + EGG_L_LN2), nz, c->pstride,
                                                    c->noff[id0 + EGG_L_LN2], c->pshift, x->XN);
             CKL();
             prof_mark(c, P_MIX);
@@ -1010,7 +1071,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_DOWN);
         }
-        ln_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, x->X, tp(c, EGG_T_LNOUT(L)), nz, c->pstride, c->noff[EGG_T_LNOUT(L)],
+        ln_kernel<<<rb2, 32 * wpb, 0, c->st>>>(rows, n, H, x->X, tp(c, EGG_T_LNOUT(L)), nz, c->pstride, c->noff[EGG_T_LNOUT(L)],
                                                c->pshift, x->XN);
         CKL();
         prof_mark(c, P_LN);
