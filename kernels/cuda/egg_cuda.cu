@@ -602,22 +602,24 @@ __global__ void reset_kernel(int n, int H, int L, const uint8_t *reset, int grou
 /* noise blob of tensor `id` for local pairs [0, np): global pair p0 + p */
 __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch, uint32_t id, int kind, int N, int K, int r,
                              int is_emb, size_t off, size_t pstride, int8_t *noise) {
-    int p = blockIdx.y;
-    size_t len = kind == EGG_T_VEC ? 2 * (size_t)N : (is_emb ? (size_t)r * K : (size_t)r * (N + K));
-    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    /* 32-bit index math (a blob is at most r * (N + K) bytes; 64-bit division is a long software sequence) */
+    const int p = blockIdx.y;
+    const uint32_t len = kind == EGG_T_VEC ? 2u * (uint32_t)N : (is_emb ? (uint32_t)(r * K) : (uint32_t)(r * (N + K)));
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= np || i >= len) return;
-    size_t dst = i; /* position in the blob: B of non-embedding matrices starts at a_span(r, N) */
-    uint64_t key = egg_noise_key(seed, epoch, id, p0 + (uint32_t)p);
+    uint32_t dst = i; /* position in the blob: B of non-embedding matrices starts at a_span(r, N) */
+    const uint64_t key = egg_noise_key(seed, epoch, id, p0 + (uint32_t)p);
+    const uint32_t rN = (uint32_t)(r * N);
     uint32_t idx;
-    if (kind == EGG_T_VEC) idx = (uint32_t)i;
-    else if (!is_emb && i < (size_t)r * N) { /* A[j][o] = noise(o*r + j) */
-        int j = (int)(i / N), o = (int)(i % N);
-        idx = (uint32_t)(o * r + j);
+    if (kind == EGG_T_VEC) idx = i;
+    else if (!is_emb && i < rN) { /* A[j][o] = noise(o*r + j) */
+        const uint32_t j = i / (uint32_t)N, o = i - j * (uint32_t)N;
+        idx = o * (uint32_t)r + j;
     } else { /* B[j][k] = noise(N*r + k*r + j) */
-        size_t b = is_emb ? i : i - (size_t)r * N;
-        int j = (int)(b / K), k = (int)(b % K);
-        idx = (uint32_t)(N * r + k * r + j);
-        if (!is_emb) dst = a_span(r, N) + b;
+        const uint32_t b = is_emb ? i : i - rN;
+        const uint32_t j = b / (uint32_t)K, k = b - j * (uint32_t)K;
+        idx = rN + k * (uint32_t)r + j;
+        if (!is_emb) dst = (uint32_t)a_span(r, N) + b;
     }
     noise[(size_t)p * pstride + off + dst] = (int8_t)egg_noise(key, idx);
 }
@@ -964,7 +966,7 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
     if (mode != MODE_UPDATE) {
         a.ntn = (int)grid.y;
         a.mtn = (int)grid.x;
-        a.nfast = a.K >= 2 * a.N; /* measured: faster for down (K = 4H), slower for up */
+        a.nfast = a.K >= 2 * a.N; /* measured: faster for down (K = 4H), slower for up; no change at K = N */
         grid = dim3(grid.x * grid.y, 1, 1);
     } else {
         /* split K (the pair dimension) until the grid covers the GPU twice */
@@ -1008,7 +1010,7 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
 
 static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, egg_err *err) {
     const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
-    const int wpb = 8, rb = (n + wpb - 1) / wpb;
+    const int wpb = 8;
     const int8_t *nz = noisy ? c->noise : NULL;
     const size_t nh = (size_t)n * H;
     int rc;
@@ -1077,7 +1079,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         prof_mark(c, P_LN);
         if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
         prof_mark(c, P_HEAD);
-        loss_kernel<<<rb, 32 * wpb, 0, c->st>>>(n, tc, V, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        loss_kernel<<<(n + wpb - 1) / wpb, 32 * wpb, 0, c->st>>>(n, tc, V, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
         CKL();
         prof_mark(c, P_LOSS);
     }
