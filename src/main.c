@@ -656,7 +656,8 @@ int main(int argc, char **argv) {
         double tops = 2.0 * macs * tps / 1e12, peak = 0;
         peak = gpu_mma_peak_tops(&R.be);
         printf("egg: bench forward_tok_per_s=%.0f train_over_forward=%.1f%% int8_tops=%.3f", fwd, 100.0 * tps / fwd, tops);
-        if (peak > 0) printf(" mma_peak_tops=%.1f pct_of_peak=%.1f%%", peak, 100.0 * tops / peak);
+        /* the peak is one GPU's; the job's rate is against all R.d.world of them */
+        if (peak > 0) printf(" mma_peak_tops=%.1f pct_of_peak=%.1f%%", peak, 100.0 * tops / (peak * R.d.world));
         printf("\n");
     }
     if (R.d.rank == 0) {
