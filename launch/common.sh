@@ -1,6 +1,25 @@
 # shellcheck shell=bash
-# launch/common.sh — the part egg_local.sh and egg_hosts.sh share: the
-# environment presets and the final dry-run print or exec. Sourced, not run.
+# launch/common.sh — the part egg_local.sh and egg_hosts.sh share: their common
+# options, the environment presets and the final dry-run print or exec.
+# Sourced, not run.
+
+# egg_launch_opt "$@": take the option at $1 if it is one both scripts have
+# (-n, --bind, --dry-run, --mpirun, --mpi-args, --help, --, or an argument for
+# egg), setting n, bind, dry, mpirun_bin, extra, args; EGG_SHIFT = words used.
+# shellcheck disable=SC2034,SC2154  # the variables belong to the sourcing script
+egg_launch_opt() {
+    EGG_SHIFT=1
+    case "$1" in
+        -n|-np) [ $# -ge 2 ] || die "$1 needs a number"; n=$2; EGG_SHIFT=2 ;;
+        --bind) [ $# -ge 2 ] || die "--bind needs none, core or numa"; bind=$2; EGG_SHIFT=2 ;;
+        --dry-run) dry=1 ;;
+        --mpirun) [ $# -ge 2 ] || die "--mpirun needs a path"; mpirun_bin=$2; EGG_SHIFT=2 ;;
+        --mpi-args) [ $# -ge 2 ] || die "--mpi-args needs a string"; extra="$extra $2"; EGG_SHIFT=2 ;;
+        -h|--help) usage; exit 0 ;;
+        --) args+=("${@:2}"); EGG_SHIFT=$# ;;
+        *) args+=("$1") ;;
+    esac
+}
 
 # egg_launch_env PER: load launch/env.sh; OMP_NUM_THREADS = PER unless the caller set it.
 egg_launch_env() {

@@ -33,17 +33,12 @@ die() { echo "egg_hosts: error: $*" >&2; exit 2; }
 usage() { sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 
 hostfile="${EGG_HOSTFILE:-}" n="" bind=none dry=0 mpirun_bin="${MPIRUN:-mpirun}" extra="" args=()
+# shellcheck source=launch/common.sh
+. "$here/common.sh"
 while [ $# -gt 0 ]; do
     case "$1" in
         --hostfile|-hostfile|--machinefile) [ $# -ge 2 ] || die "$1 needs a file"; hostfile=$2; shift 2 ;;
-        -n|-np) [ $# -ge 2 ] || die "$1 needs a number"; n=$2; shift 2 ;;
-        --bind) [ $# -ge 2 ] || die "--bind needs none, core or numa"; bind=$2; shift 2 ;;
-        --dry-run) dry=1; shift ;;
-        --mpirun) [ $# -ge 2 ] || die "--mpirun needs a path"; mpirun_bin=$2; shift 2 ;;
-        --mpi-args) [ $# -ge 2 ] || die "--mpi-args needs a string"; extra="$extra $2"; shift 2 ;;
-        -h|--help) usage; exit 0 ;;
-        --) shift; args+=("$@"); break ;;
-        *) args+=("$1"); shift ;;
+        *) egg_launch_opt "$@"; shift "$EGG_SHIFT" ;;
     esac
 done
 [ -n "$hostfile" ] || die "no --hostfile given (lines 'host slots=N')"
@@ -84,8 +79,6 @@ ncore=${EGG_CORES_PER_NODE:-$(lscpu -p=core,socket 2>/dev/null | grep -v '^#' | 
 [ "$ncore" -gt 0 ] 2>/dev/null || ncore=1
 per=$(( ncore / ppn )); [ "$per" -ge 1 ] || per=1
 
-# shellcheck source=launch/common.sh
-. "$here/common.sh"
 egg_launch_env "$per"
 
 cmd=("$mpirun_bin")

@@ -32,17 +32,10 @@ die() { echo "egg_local: error: $*" >&2; exit 2; }
 usage() { sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 
 n="" bind="" dry=0 mpirun_bin="${MPIRUN:-mpirun}" extra="" args=()
+# shellcheck source=launch/common.sh
+. "$here/common.sh"
 while [ $# -gt 0 ]; do
-    case "$1" in
-        -n|-np) [ $# -ge 2 ] || die "$1 needs a number"; n=$2; shift 2 ;;
-        --bind) [ $# -ge 2 ] || die "--bind needs none, core or numa"; bind=$2; shift 2 ;;
-        --dry-run) dry=1; shift ;;
-        --mpirun) [ $# -ge 2 ] || die "--mpirun needs a path"; mpirun_bin=$2; shift 2 ;;
-        --mpi-args) [ $# -ge 2 ] || die "--mpi-args needs a string"; extra="$extra $2"; shift 2 ;;
-        -h|--help) usage; exit 0 ;;
-        --) shift; args+=("$@"); break ;;
-        *) args+=("$1"); shift ;;
-    esac
+    egg_launch_opt "$@"; shift "$EGG_SHIFT"
 done
 case "$n" in ''|*[!0-9]*|0) [ -z "$n" ] || die "-n '$n': need a positive whole number of ranks" ;; esac
 case "$bind" in ''|none|core|numa) ;; *) die "--bind '$bind': one of none, core, numa" ;; esac
@@ -83,8 +76,6 @@ fi
 per=$(( ncore / n )); [ "$per" -ge 1 ] || per=1
 
 # ---- environment
-# shellcheck source=launch/common.sh
-. "$here/common.sh"
 egg_launch_env "$per"
 
 # ---- mpirun command
