@@ -475,11 +475,6 @@ __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w,
 
 /* --------------------------------------------------------- row kernels */
 
-/* warp per member row */
-__device__ __forceinline__ int warp_sum(int v) {
-    for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-    return v;
-}
 
 #ifndef EGG_LN_DIV16
 #define EGG_LN_DIV16 1
@@ -920,7 +915,7 @@ struct CudaImpl {
     double plast, pt[16];
     long long pn[16];
 };
-enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_MIX, P_UP, P_DOWN, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
+enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_LN2, P_UP, P_DOWN, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
 static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "mm Uf/Uh (per timestep)", "ln2", "mm up", "mm down+res", "mm head",
                                  "loss", "noise", "upd operands", "upd gemm", "upd vectors"};
 static void prof_mark(CudaImpl *c, int cat) {
@@ -1067,7 +1062,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             ln_kernel<<<rb2, 32 * wpb, 0, c->st>>>(rows, n, H, x->R, tp(c, id0 + EGG_L_LN2), nz, c->pstride,
                                                    c->noff[id0 + EGG_L_LN2], c->pshift, x->XN);
             CKL();
-            prof_mark(c, P_MIX);
+            prof_mark(c, P_LN2);
             if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_UP);
             if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, NULL, err))) return rc;
