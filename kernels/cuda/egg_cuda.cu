@@ -453,6 +453,181 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
     }
 }
 
+/* ------------------------------------------- persistent forward GEMM */
+#if !defined(__HIPCC__) && !defined(EGG_GEMM_AMD_PLAN)
+#define EGG_MMP 1
+/* The forward's big MMs (PLAIN, RESID; rank <= 1, the default) as a persistent
+ * kernel: a CTA walks tiles blockIdx.x, blockIdx.x + gridDim.x, ... (a row
+ * block's N tiles adjacent) and its cp.async pipeline runs on across tile
+ * boundaries, so the next tile's first k-steps load while this tile's epilogue
+ * runs. At K = 256 a tile has only 4 k-steps, and mm_kernel (pipeline filled
+ * and drained per tile, epilogue staged over the pipeline buffers) reaches 40%
+ * of its own K = 8192 rate. The epilogue goes from the fragments into an int8
+ * staging tile, then out 16 bytes per thread (adding the residual); the pairs'
+ * A rows arrive in shared memory with the tile's first k-step. Same integer
+ * operations as epi_tile4. */
+#define OLD (BN + 16) /* staging-tile row: 144 bytes, conflict-free char2 writes */
+__host__ __device__ constexpr int mmp_smem_bytes() {
+    return STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * BK + 2 * (BM / 2) * BN + BM * OLD + BM * 4;
+}
+/* clip8(y + o) on four int8 lanes: saturate to -128..127, then raise -128 to -127 */
+__device__ __forceinline__ unsigned add_clip4(unsigned y, unsigned o) { return __vmaxs4(__vaddss4(y, o), 0x81818181u); }
+
+template <int MODE, int R>
+__global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    int8_t *Xs = (int8_t *)smem;              /* [STAGES][BM][LDS] */
+    int8_t *Ws = Xs + STAGES * BM * LDS;      /* [STAGES][BN][LDS] */
+    int8_t *Bs = Ws + STAGES * BN * LDS;      /* [STAGES][BM/2][BK]: the pairs' B row (rank 1) */
+    int8_t *As = Bs + STAGES * (BM / 2) * BK; /* [2][BM/2][BN]: the pairs' A row, by tile parity */
+    int8_t *Os = As + 2 * (BM / 2) * BN;      /* [BM][OLD]: int8 results */
+    int *ts = (int *)(Os + BM * OLD);         /* [BM]: sign * (x . B) */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
+    const int ntiles = a.mtn * a.ntn, G = (int)gridDim.x;
+    const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0;
+    const int KT = (a.K + BK - 1) / BK, J = mine * KT;
+
+    auto load_job = [&](int st, int j) {
+        const int it = j / KT, kt = j - it * KT, g = (int)blockIdx.x + it * G;
+        const int m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN, k0 = kt * BK;
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            const int ch = tid + q * NTHREADS, row = ch >> 2, c = ch & 3;
+            const bool kin = k0 + c * 16 < a.K;
+            const int gm = m0 + row, gn = n0 + row;
+            bool ok = gm < a.M && kin;
+            cp_async16(Xs + (st * BM + row) * LDS + c * 16, a.X + (ok ? (size_t)gm * a.ldx + k0 + c * 16 : 0), ok);
+            ok = gn < a.N && kin;
+            cp_async16(Ws + (st * BN + row) * LDS + c * 16, a.W + (ok ? (size_t)gn * a.ldw + k0 + c * 16 : 0), ok);
+        }
+        if (R > 0) { /* thread -> pair tid/4, 16-byte chunk tid%4 of B (and chunks 2c, 2c+1 of A) */
+            const int p = tid >> 2, c = tid & 3;
+            const bool okr = m0 + 2 * p < a.M;
+            const int8_t *blob = a.noise + (okr ? (size_t)pair_of(a, m0 + 2 * p) * a.pstride + a.aoff : 0);
+            const bool ok = okr && k0 + c * 16 < a.K;
+            cp_async16(Bs + (st * (BM / 2) + p) * BK + c * 16, ok ? blob + a_span(1, a.N) + k0 + c * 16 : a.noise, ok);
+            if (kt == 0) {
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int cc = 2 * c + h;
+                    const bool oka = okr && n0 + cc * 16 < a.N;
+                    cp_async16(As + ((it & 1) * (BM / 2) + p) * BN + cc * 16, oka ? blob + n0 + cc * 16 : a.noise, oka);
+                }
+            }
+        }
+    };
+
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; st++) {
+        if (st < J) load_job(st, st);
+        cp_commit();
+    }
+    int j = 0;
+    for (int it = 0; it < mine; it++) {
+        const int g = (int)blockIdx.x + it * G, m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN;
+        int acc[4][4][4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int jn = 0; jn < 4; jn++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) acc[i][jn][c] = 0;
+        int tpart = 0;
+        for (int kt = 0; kt < KT; kt++, j++) {
+            cp_wait<STAGES - 2>();
+            __syncthreads();
+            {
+                const int nj = j + STAGES - 1;
+                if (nj < J) load_job(nj % STAGES, nj);
+                cp_commit();
+            }
+            const int st = j % STAGES;
+            const int8_t *xs = Xs + st * BM * LDS, *ws = Ws + st * BN * LDS;
+#pragma unroll
+            for (int kk = 0; kk < BK; kk += 32) {
+                unsigned af[4][4], bf[4][2];
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    ldsm_x4(af[i], xs + (wm * 64 + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDS + kk + (lane >> 4) * 16);
+#pragma unroll
+                for (int jn = 0; jn < 4; jn += 2) {
+                    unsigned q[4];
+                    ldsm_x4(q, ws + (wn * 32 + jn * 8 + (lane & 7) + (lane >> 4) * 8) * LDS + kk + ((lane >> 3) & 1) * 16);
+                    bf[jn][0] = q[0]; bf[jn][1] = q[1]; bf[jn + 1][0] = q[2]; bf[jn + 1][1] = q[3];
+                }
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int jn = 0; jn < 4; jn++) mma_s8(acc[i][jn], af[i], bf[jn]);
+            }
+            if (R > 0) { /* t partial: thread -> row tid/2, half (tid&1) of the k-step */
+                const int mi = tid >> 1, half = tid & 1;
+                const int4 *xw = (const int4 *)(xs + mi * LDS + half * 32);
+                const int4 *bw = (const int4 *)(Bs + (st * (BM / 2) + (mi >> 1)) * BK + half * 32);
+                const int4 x0 = xw[0], x1 = xw[1], b0 = bw[0], b1 = bw[1];
+                int t = tpart;
+                t = __dp4a(x0.x, b0.x, t); t = __dp4a(x0.y, b0.y, t); t = __dp4a(x0.z, b0.z, t); t = __dp4a(x0.w, b0.w, t);
+                t = __dp4a(x1.x, b1.x, t); t = __dp4a(x1.y, b1.y, t); t = __dp4a(x1.z, b1.z, t); t = __dp4a(x1.w, b1.w, t);
+                tpart = t;
+            }
+        }
+        if (R > 0) {
+            const int t = tpart + __shfl_xor_sync(0xffffffffu, tpart, 1), mi = tid >> 1;
+            if ((tid & 1) == 0) ts[mi] = (mi & 1) ? -t : t;
+        }
+        __syncthreads(); /* ts complete; the previous tile's stores have read Os */
+        const int8_t *Ab = As + (it & 1) * (BM / 2) * BN;
+        const int s = a.s, ps = a.pshift;
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const int ml = wm * 64 + i * 16 + gid + hr * 8;
+                const int t = R > 0 ? ts[ml] : 0;
+#pragma unroll
+                for (int jn = 0; jn < 4; jn++) {
+                    const int col = wn * 32 + jn * 8 + tig * 2;
+                    const int v0 = acc[i][jn][hr * 2], v1 = acc[i][jn][hr * 2 + 1];
+                    int y0, y1;
+                    if (R > 0) {
+                        const char2 A = *(const char2 *)(Ab + (ml >> 1) * BN + col);
+                        y0 = clip4((v0 + ((t * A.x) >> ps)) >> s);
+                        y1 = clip4((v1 + ((t * A.y) >> ps)) >> s);
+                    } else {
+                        y0 = clip4(v0 >> s);
+                        y1 = clip4(v1 >> s);
+                    }
+                    *(char2 *)(Os + ml * OLD + col) = make_char2((signed char)y0, (signed char)y1);
+                }
+            }
+        __syncthreads();
+        /* out: 128 rows x 8 chunks of 16 bytes, 4 per thread, the residual's loads first */
+        int4 ot[4];
+        if (MODE == MODE_RESID) {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int c = tid + q * NTHREADS, m = m0 + (c >> 3), o = n0 + (c & 7) * 16;
+                ot[q] = m < a.M && o < a.N ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + o)) : make_int4(0, 0, 0, 0);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int c = tid + q * NTHREADS, row = c >> 3, m = m0 + row, o = n0 + (c & 7) * 16;
+            if (m < a.M && o < a.N) {
+                int4 y = *(const int4 *)(Os + row * OLD + (c & 7) * 16);
+                if (MODE == MODE_RESID) {
+                    y.x = (int)add_clip4((unsigned)y.x, (unsigned)ot[q].x); y.y = (int)add_clip4((unsigned)y.y, (unsigned)ot[q].y);
+                    y.z = (int)add_clip4((unsigned)y.z, (unsigned)ot[q].z); y.w = (int)add_clip4((unsigned)y.w, (unsigned)ot[q].w);
+                }
+                *(int4 *)(a.Y + (size_t)m * a.ldy + o) = y;
+            }
+        }
+    }
+    cp_wait<0>();
+}
+#endif
+
 static size_t mm_smem_bytes(int r) { return (size_t)mm_ts_offset(r > 0 ? r : 1) + (size_t)BM * (GPU_RMAX + 1) * 4; }
 
 /* update: apply the thresholded votes Z to n weights, count changes, clear Z */
@@ -897,6 +1072,7 @@ struct CudaImpl {
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
     int smem, nsm;
+    int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     int recur;                /* EGG_CUDA_RECUR=1: the recurrence as one persistent launch per layer and chunk */
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
     cudaGraph_t graph;        /* the training forward (all timesteps), captured once */
@@ -958,6 +1134,23 @@ static void ctx_free(Ctx *c) {
 
 static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
     dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN, 1);
+#ifdef EGG_MMP
+    /* the persistent kernel: rank <= 1 with p in int32, N in 16-byte chunks, >= 2 k-steps
+     * (its A rows are double-buffered by tile parity, which needs a tile's first load
+     * issued after the tile before the previous one is done) */
+    if (c->mmp_ctas > 0 && (mode == MODE_PLAIN || mode == MODE_RESID) && a.r <= 1 && (a.r == 0 || a.K <= 2048) &&
+        a.K > BK && a.N % 16 == 0 && a.ldy % 16 == 0 && (((uintptr_t)a.Y | (uintptr_t)a.other) & 15) == 0) {
+        a.mtn = (int)grid.x;
+        a.ntn = (int)grid.y;
+        const int tiles = a.mtn * a.ntn, nb = tiles < c->mmp_ctas ? tiles : c->mmp_ctas, sm = mmp_smem_bytes();
+        if (mode == MODE_PLAIN && a.r == 0) mmp_kernel<MODE_PLAIN, 0><<<nb, NTHREADS, sm, c->st>>>(a);
+        else if (mode == MODE_PLAIN) mmp_kernel<MODE_PLAIN, 1><<<nb, NTHREADS, sm, c->st>>>(a);
+        else if (a.r == 0) mmp_kernel<MODE_RESID, 0><<<nb, NTHREADS, sm, c->st>>>(a);
+        else mmp_kernel<MODE_RESID, 1><<<nb, NTHREADS, sm, c->st>>>(a);
+        CKL();
+        return 0;
+    }
+#endif
     if (mode != MODE_UPDATE) {
         a.ntn = (int)grid.y;
         a.mtn = (int)grid.x;
@@ -1468,6 +1661,24 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
     c->nsm = prop.multiProcessorCount;
+#ifdef EGG_MMP
+    {
+        const char *e = getenv("EGG_CUDA_MMP");
+        const int sm = mmp_smem_bytes();
+        c->mmp_ctas = 0;
+        if (!(e && atoi(e) == 0) && (size_t)sm <= prop.sharedMemPerBlockOptin) {
+#define MMP_ATTR(M, R)                                                                                               \
+    CK(cudaFuncSetAttribute(mmp_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));                       \
+    CK(cudaFuncSetAttribute(mmp_kernel<M, R>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+            MMP_ATTR(MODE_PLAIN, 0) MMP_ATTR(MODE_PLAIN, 1) MMP_ATTR(MODE_RESID, 0) MMP_ATTR(MODE_RESID, 1)
+#undef MMP_ATTR
+            int occ = 0;
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mmp_kernel<MODE_PLAIN, 1>, NTHREADS, sm));
+            c->mmp_ctas = (occ > 0 ? occ : 1) * c->nsm;
+            if (e && atoi(e) >= 2 && atoi(e) < c->mmp_ctas) c->mmp_ctas = atoi(e); /* tests: many tiles per CTA */
+        }
+    }
+#endif
 #ifdef EGG_RECUR
     { /* EGG_CUDA_RECUR=1 selects the persistent recurrence kernel: bit-exact, but
        * measured slower than the per-timestep GEMMs on H100 (docs/BENCHMARKS.md) */
