@@ -43,7 +43,7 @@ BACKENDS := cpu
 
 # CUDA backend (kernels/cuda): compiled whenever nvcc is found, so CI (nvcc, no
 # GPU) compiles every .cu; the binary then falls back to the CPU at run time.
-CUDA_ARCH ?= 80 90
+CUDA_ARCH ?= 80 90a
 ifneq ($(NVCC),)
   CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
   NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \

@@ -249,7 +249,7 @@ __device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const 
  * with dp4a from its pair's B rows (the rank-r term needs it in the epilogue). */
 template <int MODE>
 __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
-    extern __shared__ __align__(16) unsigned char smem[];
+    extern __shared__ __align__(1024) unsigned char smem[];
     const int r = (MODE == MODE_UPDATE) ? 0 : a.r;
     const int rr = r > 0 ? r : 1;
     int8_t *Xs = (int8_t *)smem;                 /* [STAGES][BM][LDS] */
@@ -473,9 +473,34 @@ __host__ __device__ constexpr int mmp_smem_bytes() {
 /* clip8(y + o) on four int8 lanes: saturate to -128..127, then raise -128 to -127 */
 __device__ __forceinline__ unsigned add_clip4(unsigned y, unsigned o) { return __vmaxs4(__vaddss4(y, o), 0x81818181u); }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* sm_90a: the warpgroup MMA (wgmma) reading both operands from shared memory in
+ * the 64-byte-swizzled K-major layout: 64-byte rows (one k-step), 16-byte chunk c
+ * of row r stored at chunk c ^ ((r >> 1) & 3), 8-row groups 512 bytes apart
+ * (SBO); the second k32 half starts 32 bytes in. Stage bases are 512-aligned. */
+#define MMP_WGMMA 1
+__device__ __forceinline__ int wg_off(int row, int c) { return row * 64 + ((c ^ ((row >> 1) & 3)) << 4); }
+__device__ __forceinline__ uint64_t wg_desc(unsigned addr) {
+    return (uint64_t)((addr & 0x3ffff) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(512 >> 4) << 32) | ((uint64_t)2 << 62);
+}
+__device__ __forceinline__ void wg_mma_s8(int (&d)[64], uint64_t da, uint64_t db) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p;\n"
+                 "}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+                 : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+#endif
+
 template <int MODE, int R>
 __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
-    extern __shared__ __align__(16) unsigned char smem[];
+    extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Xs = (int8_t *)smem;              /* [STAGES][BM][LDS] */
     int8_t *Ws = Xs + STAGES * BM * LDS;      /* [STAGES][BN][LDS] */
     int8_t *Bs = Ws + STAGES * BN * LDS;      /* [STAGES][BM/2][BK]: the pairs' B row (rank 1) */
@@ -484,6 +509,7 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
     int *ts = (int *)(Os + BM * OLD);         /* [BM]: sign * (x . B) */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
+    (void)wm; (void)wn; /* the wgmma path maps warps by warpgroup */
     const int ntiles = a.mtn * a.ntn, G = (int)gridDim.x;
     const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0;
     const int KT = (a.K + BK - 1) / BK, J = mine * KT;
@@ -496,10 +522,15 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
             const int ch = tid + q * NTHREADS, row = ch >> 2, c = ch & 3;
             const bool kin = k0 + c * 16 < a.K;
             const int gm = m0 + row, gn = n0 + row;
+#ifdef MMP_WGMMA
+            const int so = wg_off(row, c);
+#else
+            const int so = row * LDS + c * 16;
+#endif
             bool ok = gm < a.M && kin;
-            cp_async16(Xs + (st * BM + row) * LDS + c * 16, a.X + (ok ? (size_t)gm * a.ldx + k0 + c * 16 : 0), ok);
+            cp_async16(Xs + st * BM * LDS + so, a.X + (ok ? (size_t)gm * a.ldx + k0 + c * 16 : 0), ok);
             ok = gn < a.N && kin;
-            cp_async16(Ws + (st * BN + row) * LDS + c * 16, a.W + (ok ? (size_t)gn * a.ldw + k0 + c * 16 : 0), ok);
+            cp_async16(Ws + st * BN * LDS + so, a.W + (ok ? (size_t)gn * a.ldw + k0 + c * 16 : 0), ok);
         }
         if (R > 0) { /* thread -> pair tid/4, 16-byte chunk tid%4 of B (and chunks 2c, 2c+1 of A) */
             const int p = tid >> 2, c = tid & 3;
@@ -526,6 +557,11 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
     int j = 0;
     for (int it = 0; it < mine; it++) {
         const int g = (int)blockIdx.x + it * G, m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN;
+#ifdef MMP_WGMMA
+        int d[64]; /* warpgroup warp>>2: rows 64 (warp>>2) .. +63 x all 128 columns */
+#pragma unroll
+        for (int i = 0; i < 64; i++) d[i] = 0;
+#else
         int acc[4][4][4];
 #pragma unroll
         for (int i = 0; i < 4; i++)
@@ -533,17 +569,33 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
             for (int jn = 0; jn < 4; jn++)
 #pragma unroll
                 for (int c = 0; c < 4; c++) acc[i][jn][c] = 0;
+#endif
         int tpart = 0;
         for (int kt = 0; kt < KT; kt++, j++) {
             cp_wait<STAGES - 2>();
+#ifdef MMP_WGMMA
+            fence_proxy_async(); /* this thread's cp.async data, next read by the tensor cores */
+#endif
             __syncthreads();
+#ifndef MMP_WGMMA
             {
                 const int nj = j + STAGES - 1;
                 if (nj < J) load_job(nj % STAGES, nj);
                 cp_commit();
             }
+#endif
             const int st = j % STAGES;
             const int8_t *xs = Xs + st * BM * LDS, *ws = Ws + st * BN * LDS;
+#ifdef MMP_WGMMA
+            {
+                const unsigned xa = (unsigned)__cvta_generic_to_shared(xs) + (warp >> 2) * 64 * 64;
+                const unsigned wb = (unsigned)__cvta_generic_to_shared(ws);
+                wg_fence();
+                wg_mma_s8(d, wg_desc(xa), wg_desc(wb));
+                wg_mma_s8(d, wg_desc(xa + 32), wg_desc(wb + 32));
+                wg_commit();
+            }
+#else
 #pragma unroll
             for (int kk = 0; kk < BK; kk += 32) {
                 unsigned af[4][4], bf[4][2];
@@ -561,9 +613,14 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
 #pragma unroll
                     for (int jn = 0; jn < 4; jn++) mma_s8(acc[i][jn], af[i], bf[jn]);
             }
+#endif
             if (R > 0) { /* t partial: thread -> row tid/2, half (tid&1) of the k-step */
                 const int mi = tid >> 1, half = tid & 1;
+#ifdef MMP_WGMMA
+                const int4 xw[2] = {*(const int4 *)(xs + wg_off(mi, 2 * half)), *(const int4 *)(xs + wg_off(mi, 2 * half + 1))};
+#else
                 const int4 *xw = (const int4 *)(xs + mi * LDS + half * 32);
+#endif
                 const int4 *bw = (const int4 *)(Bs + (st * (BM / 2) + (mi >> 1)) * BK + half * 32);
                 const int4 x0 = xw[0], x1 = xw[1], b0 = bw[0], b1 = bw[1];
                 int t = tpart;
@@ -571,7 +628,21 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
                 t = __dp4a(x1.x, b1.x, t); t = __dp4a(x1.y, b1.y, t); t = __dp4a(x1.z, b1.z, t); t = __dp4a(x1.w, b1.w, t);
                 tpart = t;
             }
+#ifdef MMP_WGMMA
+            /* this k-step's wgmma runs on; the previous one is done in every warpgroup after the
+             * barrier, so its stage (= the stage of job j + 2) can be reloaded */
+            wg_wait<1>();
+            __syncthreads();
+            {
+                const int nj = j + STAGES - 1;
+                if (nj < J) load_job(nj % STAGES, nj);
+                cp_commit();
+            }
+#endif
         }
+#ifdef MMP_WGMMA
+        wg_wait<0>();
+#endif
         if (R > 0) {
             const int t = tpart + __shfl_xor_sync(0xffffffffu, tpart, 1), mi = tid >> 1;
             if ((tid & 1) == 0) ts[mi] = (mi & 1) ? -t : t;
@@ -579,6 +650,18 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
         __syncthreads(); /* ts complete; the previous tile's stores have read Os */
         const int8_t *Ab = As + (it & 1) * (BM / 2) * BN;
         const int s = a.s, ps = a.pshift;
+#ifdef MMP_WGMMA /* wgmma D: warp w of the warpgroup holds rows 16w + lane/4 (+8), columns 8j + 2(lane%4) (+1) */
+#pragma unroll
+        for (int i = 0; i < 1; i++)
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const int ml = warp * 16 + gid + hr * 8;
+                const int t = R > 0 ? ts[ml] : 0;
+#pragma unroll
+                for (int jn = 0; jn < 16; jn++) {
+                    const int col = jn * 8 + tig * 2;
+                    const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
+#else
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
@@ -589,6 +672,7 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
                 for (int jn = 0; jn < 4; jn++) {
                     const int col = wn * 32 + jn * 8 + tig * 2;
                     const int v0 = acc[i][jn][hr * 2], v1 = acc[i][jn][hr * 2 + 1];
+#endif
                     int y0, y1;
                     if (R > 0) {
                         const char2 A = *(const char2 *)(Ab + (ml >> 1) * BN + col);
@@ -851,7 +935,7 @@ __host__ __device__ constexpr int rec_lda(int H) { return ((H + 63) & ~63) + 16;
 static size_t rec_smem_bytes(int H) { return (size_t)3 * BM * rec_lda(H) + (size_t)STAGES * BN * LDS + (size_t)BM * GPU_RMAX * 4; }
 
 __global__ void __launch_bounds__(NTHREADS, 1) recur_kernel(RecArgs a) {
-    extern __shared__ __align__(16) unsigned char smem[];
+    extern __shared__ __align__(1024) unsigned char smem[];
     const int H = a.H, Hp = (H + 63) & ~63, LDA = rec_lda(H), r = a.r, n = a.n;
     int8_t *Hsm = (int8_t *)smem, *Gsm = Hsm + BM * LDA, *Fsm = Gsm + BM * LDA;
     int8_t *Ws = Fsm + BM * LDA;                   /* [STAGES][BN][LDS] */
