@@ -470,6 +470,7 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
 __host__ __device__ constexpr int mmp_smem_bytes() {
     return STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * BK + 2 * (BM / 2) * BN + BM * OLD + BM * 4;
 }
+union bytes16 { int4 v; signed char b[16]; };
 /* clip8(y + o) on four int8 lanes: saturate to -128..127, then raise -128 to -127 */
 __device__ __forceinline__ unsigned add_clip4(unsigned y, unsigned o) { return __vmaxs4(__vaddss4(y, o), 0x81818181u); }
 
@@ -686,25 +687,69 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
                 }
             }
         __syncthreads();
-        /* out: 128 rows x 8 chunks of 16 bytes, 4 per thread, the residual's loads first */
-        int4 ot[4];
-        if (MODE == MODE_RESID) {
+        /* out: 128 rows x 8 chunks of 16 bytes, 4 per thread (a fixed chunk column) */
+        if (MODE == MODE_PLAIN || MODE == MODE_RESID) {
+            int4 ot[4]; /* the residual's loads first */
+            if (MODE == MODE_RESID) {
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    const int c = tid + q * NTHREADS, m = m0 + (c >> 3), o = n0 + (c & 7) * 16;
+                    ot[q] = m < a.M && o < a.N ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + o)) : make_int4(0, 0, 0, 0);
+                }
+            }
 #pragma unroll
             for (int q = 0; q < 4; q++) {
-                const int c = tid + q * NTHREADS, m = m0 + (c >> 3), o = n0 + (c & 7) * 16;
-                ot[q] = m < a.M && o < a.N ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + o)) : make_int4(0, 0, 0, 0);
-            }
-        }
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const int c = tid + q * NTHREADS, row = c >> 3, m = m0 + row, o = n0 + (c & 7) * 16;
-            if (m < a.M && o < a.N) {
-                int4 y = *(const int4 *)(Os + row * OLD + (c & 7) * 16);
-                if (MODE == MODE_RESID) {
-                    y.x = (int)add_clip4((unsigned)y.x, (unsigned)ot[q].x); y.y = (int)add_clip4((unsigned)y.y, (unsigned)ot[q].y);
-                    y.z = (int)add_clip4((unsigned)y.z, (unsigned)ot[q].z); y.w = (int)add_clip4((unsigned)y.w, (unsigned)ot[q].w);
+                const int c = tid + q * NTHREADS, row = c >> 3, m = m0 + row, o = n0 + (c & 7) * 16;
+                if (m < a.M && o < a.N) {
+                    int4 y = *(const int4 *)(Os + row * OLD + (c & 7) * 16);
+                    if (MODE == MODE_RESID) {
+                        y.x = (int)add_clip4((unsigned)y.x, (unsigned)ot[q].x); y.y = (int)add_clip4((unsigned)y.y, (unsigned)ot[q].y);
+                        y.z = (int)add_clip4((unsigned)y.z, (unsigned)ot[q].z); y.w = (int)add_clip4((unsigned)y.w, (unsigned)ot[q].w);
+                    }
+                    *(int4 *)(a.Y + (size_t)m * a.ldy + o) = y;
                 }
-                *(int4 *)(a.Y + (size_t)m * a.ldy + o) = y;
+            }
+        } else { /* BIAS_GATE, BIAS_MIX: the minGRU's fused bias, gate and mix */
+            const int o = n0 + (tid & 7) * 16;
+            bytes16 bias;
+            if (o < a.N) bias.v = __ldg((const int4 *)(a.bias + o));
+#pragma unroll 2
+            for (int q = 0; q < 4; q++) {
+                const int row = (tid >> 3) + q * (NTHREADS / 8), m = m0 + row;
+                if (m >= a.M || o >= a.N) continue;
+                const size_t yi = (size_t)m * a.ldy + o;
+                bytes16 y, ot, n1, n2, hh, ff, xr;
+                y.v = *(const int4 *)(Os + row * OLD + (o - n0));
+                ot.v = __ldg((const int4 *)(a.other + yi));
+                if (R > 0) {
+                    const int8_t *nv = a.noise + (size_t)pair_of(a, m) * a.pstride + a.voff + o;
+                    n1.v = __ldg((const int4 *)nv);
+                    n2.v = __ldg((const int4 *)(nv + a.N));
+                }
+                if (MODE == MODE_BIAS_GATE) hh.v = __ldg((const int4 *)(a.h + yi));
+                else {
+                    ff.v = __ldg((const int4 *)(a.f + yi));
+                    hh.v = *(const int4 *)(a.hs + yi);
+                    xr.v = __ldg((const int4 *)(a.xres + yi));
+                }
+                const int sg = (m & 1) ? -1 : 1;
+                const bool reset = MODE == MODE_BIAS_MIX && a.rz[m];
+                bytes16 out, out2;
+#pragma unroll
+                for (int e = 0; e < 16; e++) {
+                    const int b = R > 0 ? egg_vec_pert(bias.b[e], n1.b[e], n2.b[e], sg, ps) : bias.b[e];
+                    const int f = clip4(y.b[e] + ot.b[e] + b); /* the gate f, or the candidate c */
+                    if (MODE == MODE_BIAS_GATE) {
+                        out.b[e] = (signed char)f;
+                        out2.b[e] = (signed char)egg_gru_gate(f, hh.b[e]);
+                    } else {
+                        const int hp = egg_gru_mix(ff.b[e], f, hh.b[e]);
+                        out2.b[e] = reset ? 0 : (signed char)hp;
+                        out.b[e] = (signed char)clip4(hp + xr.b[e]);
+                    }
+                }
+                *(int4 *)(a.Y + yi) = out.v;
+                *(int4 *)((MODE == MODE_BIAS_GATE ? a.gout : a.hs) + yi) = out2.v;
             }
         }
     }
@@ -1222,15 +1267,22 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
     /* the persistent kernel: rank <= 1 with p in int32, N in 16-byte chunks, >= 2 k-steps
      * (its A rows are double-buffered by tile parity, which needs a tile's first load
      * issued after the tile before the previous one is done) */
-    if (c->mmp_ctas > 0 && (mode == MODE_PLAIN || mode == MODE_RESID) && a.r <= 1 && (a.r == 0 || a.K <= 2048) &&
-        a.K > BK && a.N % 16 == 0 && a.ldy % 16 == 0 && (((uintptr_t)a.Y | (uintptr_t)a.other) & 15) == 0) {
+    const uintptr_t al = (uintptr_t)a.Y | (uintptr_t)a.other | (uintptr_t)a.bias | (uintptr_t)a.h | (uintptr_t)a.gout |
+                         (uintptr_t)a.f | (uintptr_t)a.xres | (uintptr_t)a.hs | (uintptr_t)a.voff | (uintptr_t)a.pstride;
+    if (c->mmp_ctas > 0 && mode != MODE_UPDATE && mode != MODE_BIAS && a.r <= 1 && (a.r == 0 || a.K <= 2048) && a.K > BK &&
+        a.N % 16 == 0 && a.ldy % 16 == 0 && (al & 15) == 0) {
         a.mtn = (int)grid.x;
         a.ntn = (int)grid.y;
         const int tiles = a.mtn * a.ntn, nb = tiles < c->mmp_ctas ? tiles : c->mmp_ctas, sm = mmp_smem_bytes();
-        if (mode == MODE_PLAIN && a.r == 0) mmp_kernel<MODE_PLAIN, 0><<<nb, NTHREADS, sm, c->st>>>(a);
-        else if (mode == MODE_PLAIN) mmp_kernel<MODE_PLAIN, 1><<<nb, NTHREADS, sm, c->st>>>(a);
-        else if (a.r == 0) mmp_kernel<MODE_RESID, 0><<<nb, NTHREADS, sm, c->st>>>(a);
-        else mmp_kernel<MODE_RESID, 1><<<nb, NTHREADS, sm, c->st>>>(a);
+#define MMP_GO(M)                                                                                                   \
+    (a.r ? mmp_kernel<M, 1><<<nb, NTHREADS, sm, c->st>>>(a) : mmp_kernel<M, 0><<<nb, NTHREADS, sm, c->st>>>(a))
+        switch (mode) {
+        case MODE_PLAIN: MMP_GO(MODE_PLAIN); break;
+        case MODE_RESID: MMP_GO(MODE_RESID); break;
+        case MODE_BIAS_GATE: MMP_GO(MODE_BIAS_GATE); break;
+        default: MMP_GO(MODE_BIAS_MIX); break;
+        }
+#undef MMP_GO
         CKL();
         return 0;
     }
@@ -1755,6 +1807,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaFuncSetAttribute(mmp_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));                       \
     CK(cudaFuncSetAttribute(mmp_kernel<M, R>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
             MMP_ATTR(MODE_PLAIN, 0) MMP_ATTR(MODE_PLAIN, 1) MMP_ATTR(MODE_RESID, 0) MMP_ATTR(MODE_RESID, 1)
+            MMP_ATTR(MODE_BIAS_GATE, 0) MMP_ATTR(MODE_BIAS_GATE, 1) MMP_ATTR(MODE_BIAS_MIX, 0) MMP_ATTR(MODE_BIAS_MIX, 1)
 #undef MMP_ATTR
             int occ = 0;
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mmp_kernel<MODE_PLAIN, 1>, NTHREADS, sm));
