@@ -836,6 +836,94 @@ __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t
     }
 }
 
+/* ln_kernel for H = 128 * K4 (K4 = 1, 2, 4, 8): each lane holds 4 * K4 consecutive
+ * bytes of both rows in registers from one wide load each, sums |x| with
+ * __vabsss4 / __dp4a, and stores 4 * K4 bytes at once; the same operations per
+ * element as ln_kernel (the byte loop there moved 1 byte per lane per access). */
+union w4u { int w; signed char b[4]; };
+__device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
+#if defined(__HIPCC__)
+    return abs(u.b[0]) + abs(u.b[1]) + abs(u.b[2]) + abs(u.b[3]);
+#else
+    return __dp4a((int)__vabsss4((unsigned)u.w), 0x01010101, 0);
+#endif
+}
+template <int K4>
+__global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride,
+                              size_t voff, int pshift, int8_t *Y) {
+    constexpr int H = 128 * K4;
+    const int r0 = 2 * (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)), lane = threadIdx.x & 31;
+    if (r0 >= rows) return;
+    const bool two = r0 + 1 < rows;
+    const int off = lane * 4 * K4;
+    w4u x0[K4], x1[K4], ww[K4], a1[K4], a2[K4];
+    auto ld = [&](w4u (&v)[K4], const int8_t *p) {
+        if (K4 >= 4) {
+#pragma unroll
+            for (int q = 0; q < K4; q += 4) {
+                const int4 t = __ldg((const int4 *)(p + 4 * q));
+                v[q].w = t.x; v[q + 1].w = t.y; v[q + 2].w = t.z; v[q + 3].w = t.w;
+            }
+        } else if (K4 == 2) {
+            const int2 t = __ldg((const int2 *)p);
+            v[0].w = t.x; v[K4 - 1].w = t.y;
+        } else {
+            v[0].w = __ldg((const int *)p);
+        }
+    };
+    ld(x0, X + (size_t)r0 * H + off);
+    if (two) ld(x1, X + (size_t)(r0 + 1) * H + off);
+    else {
+#pragma unroll
+        for (int q = 0; q < K4; q++) x1[q].w = 0;
+    }
+    ld(ww, w + off);
+    const bool noisy = noise != NULL;
+    if (noisy) {
+        const int8_t *n1 = noise + (size_t)((r0 % nm) >> 1) * pstride + voff + off;
+        ld(a1, n1);
+        ld(a2, n1 + H);
+    }
+    int s0 = 0, s1 = 0;
+#pragma unroll
+    for (int q = 0; q < K4; q++) {
+        s0 += abs_sum4(x0[q]);
+        s1 += abs_sum4(x1[q]);
+    }
+    for (int o = 16; o; o >>= 1) {
+        s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+        s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+    }
+    const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
+    const egg_div16 dv0 = egg_div16_make(d0 > 1 ? d0 : 2), dv1 = egg_div16_make(d1 > 1 ? d1 : 2);
+    w4u y0[K4], y1[K4];
+#pragma unroll
+    for (int q = 0; q < K4; q++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int wi = ww[q].b[e];
+            int w0 = wi, w1 = wi;
+            if (noisy) {
+                w0 = egg_vec_pert(wi, a1[q].b[e], a2[q].b[e], 1, pshift);
+                w1 = egg_vec_pert(wi, a1[q].b[e], a2[q].b[e], -1, pshift);
+            }
+            y0[q].b[e] = (signed char)ln_apply(x0[q].b[e], w0, d0, dv0);
+            y1[q].b[e] = (signed char)ln_apply(x1[q].b[e], w1, d1, dv1);
+        }
+    auto st = [&](int8_t *p, const w4u (&v)[K4]) {
+        if (K4 >= 4) {
+#pragma unroll
+            for (int q = 0; q < K4; q += 4) *(int4 *)(p + 4 * q) = make_int4(v[q].w, v[q + 1].w, v[q + 2].w, v[q + 3].w);
+        } else if (K4 == 2) {
+            *(int2 *)p = make_int2(v[0].w, v[K4 - 1].w);
+        } else {
+            *(int *)p = v[0].w;
+        }
+    };
+    st(Y + (size_t)r0 * H + off, y0);
+    if (two) st(Y + (size_t)(r0 + 1) * H + off, y1);
+}
+
 /* x = perturbed embedding row of the member's input token, for the rows
  * [time t0..][members] of a chunk; rz[row] = (token == 0): the state is reset
  * before that timestep. The chunk's first timestep resets every layer's state
@@ -1201,6 +1289,7 @@ struct CudaImpl {
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
     int smem, nsm;
+    int ln_vec;               /* EGG-LN with wide accesses where H allows (EGG_CUDA_LNVEC=0: the byte kernel) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     int recur;                /* EGG_CUDA_RECUR=1: the recurrence as one persistent launch per layer and chunk */
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
@@ -1332,6 +1421,23 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
     return launch_mm(c, mode, a, err);
 }
 
+/* EGG-LN of `rows` rows [time][n members] with LN weight tensor `id`: a warp per
+ * two rows, the wide-access kernel where H is 128, 256, 512 or 1024 */
+static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, const int8_t *nz, int8_t *Y, egg_err *err) {
+    const int wpb = 8, nb = ((rows + 1) / 2 + wpb - 1) / wpb, H = c->H;
+    const size_t vo = c->noff[id];
+    const int8_t *w = tp(c, id);
+    switch (c->ln_vec ? H : 0) {
+    case 128: ln_vec_kernel<1><<<nb, 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y); break;
+    case 256: ln_vec_kernel<2><<<nb, 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y); break;
+    case 512: ln_vec_kernel<4><<<nb, 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y); break;
+    case 1024: ln_vec_kernel<8><<<nb, 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y); break;
+    default: ln_kernel<<<nb, 32 * wpb, 0, c->st>>>(rows, n, H, X, w, nz, c->pstride, vo, c->pshift, Y); break;
+    }
+    CKL();
+    return 0;
+}
+
 static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, egg_err *err) {
     const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
     const int wpb = 8;
@@ -1342,7 +1448,6 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     prof_start(c);
     for (int t0 = 0; t0 < T; t0 += x->tc) {
         const int tc = T - t0 < x->tc ? T - t0 : x->tc, rows = n * tc, rbt = (rows + wpb - 1) / wpb;
-        const int rb2 = ((rows + 1) / 2 + wpb - 1) / wpb; /* LN: a warp per two rows */
         embed_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,
                                                   tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, x->X, x->rz,
                                                   x->Hs);
@@ -1351,9 +1456,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
             int8_t *Hl = x->Hs + (size_t)l * nh;
-            ln_kernel<<<rb2, 32 * wpb, 0, c->st>>>(rows, n, H, x->X, tp(c, id0 + EGG_L_LN1), nz, c->pstride,
-                                                   c->noff[id0 + EGG_L_LN1], c->pshift, x->XN);
-            CKL();
+            if ((rc = ln(c, rows, n, x->X, id0 + EGG_L_LN1, nz, x->XN, err))) return rc;
             prof_mark(c, P_LN);
             /* the input projections of the whole chunk at once */
             if ((rc = mm(c, x, rows, id0 + EGG_L_WF, noisy, x->XN, x->TF, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
@@ -1388,18 +1491,14 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     return rc;
             }
             prof_mark(c, P_MM_H);
-            ln_kernel<<<rb2, 32 * wpb, 0, c->st>>>(rows, n, H, x->R, tp(c, id0 + EGG_L_LN2), nz, c->pstride,
-                                                   c->noff[id0 + EGG_L_LN2], c->pshift, x->XN);
-            CKL();
+            if ((rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, nz, x->XN, err))) return rc;
             prof_mark(c, P_LN2);
             if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_UP);
             if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_DOWN);
         }
-        ln_kernel<<<rb2, 32 * wpb, 0, c->st>>>(rows, n, H, x->X, tp(c, EGG_T_LNOUT(L)), nz, c->pstride, c->noff[EGG_T_LNOUT(L)],
-                                               c->pshift, x->XN);
-        CKL();
+        if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), nz, x->XN, err))) return rc;
         prof_mark(c, P_LN);
         if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
         prof_mark(c, P_HEAD);
@@ -1797,6 +1896,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
     c->nsm = prop.multiProcessorCount;
+    c->ln_vec = !(getenv("EGG_CUDA_LNVEC") && atoi(getenv("EGG_CUDA_LNVEC")) == 0);
 #ifdef EGG_MMP
     {
         const char *e = getenv("EGG_CUDA_MMP");
