@@ -47,6 +47,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # The forward's big GEMMs at rank <= 1 run in a persistent kernel (mmp); EGG_CUDA_MMP=n caps its
 # CTAs so each walks many tiles (the pipeline crosses tile boundaries), EGG_CUDA_MMP=0 turns it off.
 # EGG-LN uses wide accesses at hidden 128/256/512/1024; EGG_CUDA_LNVEC=0 selects the byte kernel.
+# On an sm_90a build the recurrence at hidden 128/256 is one fused kernel per timestep; EGG_CUDA_RSTEP=0
+# selects the two per-timestep GEMMs instead.
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -60,7 +62,7 @@ configs=(
   "tokens-chunked-persistent|--hidden 96 --layers 3 --rank 2 --pop 130 --seq 10 --data $T/t.bin|EGG_CUDA_TCHUNK=4 EGG_CUDA_RECUR=1"
   "h256-r4-persistent|--hidden 256 --layers 2 --rank 4 --pop 258 --seq 7|EGG_CUDA_RECUR=1"
   "h384-r1-persistent|--hidden 384 --layers 2 --rank 1 --pop 258 --seq 7|EGG_CUDA_RECUR=1"
-  "h128-r1-mmp-3ctas|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 9|EGG_CUDA_MMP=3"
+  "h128-r1-mmp-3ctas-no-rstep|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 9|EGG_CUDA_MMP=3 EGG_CUDA_RSTEP=0"
   "h96-r1-mmp-2ctas-chunked|--hidden 96 --layers 2 --rank 1 --pop 66 --seq 10|EGG_CUDA_MMP=2 EGG_CUDA_TCHUNK=3"
   "h256-r1-no-mmp-byte-ln|--hidden 256 --layers 2 --rank 1 --pop 130 --seq 6|EGG_CUDA_MMP=0 EGG_CUDA_LNVEC=0"
   "h1024-l1-r1|--hidden 1024 --layers 1 --rank 1 --pop 6 --seq 4"

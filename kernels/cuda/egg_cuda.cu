@@ -471,6 +471,13 @@ __host__ __device__ constexpr int mmp_smem_bytes() {
     return STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * BK + 2 * (BM / 2) * BN + BM * OLD + BM * 4;
 }
 union bytes16 { int4 v; signed char b[16]; };
+/* bytes {clip8(u0), clip8(u1), 0, 0}: the lower bound by max, the upper by the
+ * saturating pack (cvt.pack.sat; a byte-wise max after it costs 5 instructions on sm_90) */
+__device__ __forceinline__ unsigned pack2_clip8(int u0, int u1) {
+    unsigned d;
+    asm("cvt.pack.sat.s8.s32.b32 %0, %1, %2, 0;" : "=r"(d) : "r"(max(u1, -127)), "r"(max(u0, -127)));
+    return d;
+}
 /* clip8(y + o) on four int8 lanes: saturate to -128..127, then raise -128 to -127 */
 __device__ __forceinline__ unsigned add_clip4(unsigned y, unsigned o) { return __vmaxs4(__vaddss4(y, o), 0x81818181u); }
 
@@ -491,6 +498,15 @@ __device__ __forceinline__ void wg_mma_s8(int (&d)[64], uint64_t da, uint64_t db
                  "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p;\n"
                  "}\n"
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+                 : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wg_mma_s8(int (&d)[32], uint64_t da, uint64_t db) { /* m64n64k32 */
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p;\n"
+                 "}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
                  : "l"(da), "l"(db), "r"(1));
 }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -515,9 +531,23 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
     const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0;
     const int KT = (a.K + BK - 1) / BK, J = mine * KT;
 
-    auto load_job = [&](int st, int j) {
-        const int it = j / KT, kt = j - it * KT, g = (int)blockIdx.x + it * G;
-        const int m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN, k0 = kt * BK;
+    /* the loader walks the jobs (tile, k-step) in order; its tile's origin and this
+     * thread's noise pair are computed once per tile, not per job (divisions) */
+    int l_it = 0, l_kt = 0, l_m0 = 0, l_n0 = 0;
+    bool l_okr = false;
+    const int8_t *l_blob = a.noise;
+    auto l_tile = [&]() {
+        const int g = (int)blockIdx.x + l_it * G;
+        l_m0 = (g / a.ntn) * BM;
+        l_n0 = (g - (g / a.ntn) * a.ntn) * BN;
+        if (R > 0) {
+            l_okr = l_m0 + 2 * (tid >> 2) < a.M;
+            l_blob = l_okr ? a.noise + (size_t)pair_of(a, l_m0 + 2 * (tid >> 2)) * a.pstride + a.aoff : a.noise;
+        }
+    };
+    if (mine > 0) l_tile();
+    auto load_next = [&](int st) {
+        const int it = l_it, kt = l_kt, m0 = l_m0, n0 = l_n0, k0 = kt * BK;
 #pragma unroll
         for (int q = 0; q < 2; q++) {
             const int ch = tid + q * NTHREADS, row = ch >> 2, c = ch & 3;
@@ -535,8 +565,8 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
         }
         if (R > 0) { /* thread -> pair tid/4, 16-byte chunk tid%4 of B (and chunks 2c, 2c+1 of A) */
             const int p = tid >> 2, c = tid & 3;
-            const bool okr = m0 + 2 * p < a.M;
-            const int8_t *blob = a.noise + (okr ? (size_t)pair_of(a, m0 + 2 * p) * a.pstride + a.aoff : 0);
+            const bool okr = l_okr;
+            const int8_t *blob = l_blob;
             const bool ok = okr && k0 + c * 16 < a.K;
             cp_async16(Bs + (st * (BM / 2) + p) * BK + c * 16, ok ? blob + a_span(1, a.N) + k0 + c * 16 : a.noise, ok);
             if (kt == 0) {
@@ -548,11 +578,15 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
                 }
             }
         }
+        if (++l_kt == KT) {
+            l_kt = 0;
+            if (++l_it < mine) l_tile();
+        }
     };
 
 #pragma unroll
     for (int st = 0; st < STAGES - 1; st++) {
-        if (st < J) load_job(st, st);
+        if (st < J) load_next(st);
         cp_commit();
     }
     int j = 0;
@@ -581,7 +615,7 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
 #ifndef MMP_WGMMA
             {
                 const int nj = j + STAGES - 1;
-                if (nj < J) load_job(nj % STAGES, nj);
+                if (nj < J) load_next(nj % STAGES);
                 cp_commit();
             }
 #endif
@@ -636,7 +670,7 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
             __syncthreads();
             {
                 const int nj = j + STAGES - 1;
-                if (nj < J) load_job(nj % STAGES, nj);
+                if (nj < J) load_next(nj % STAGES);
                 cp_commit();
             }
 #endif
@@ -674,16 +708,16 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
                     const int col = wn * 32 + jn * 8 + tig * 2;
                     const int v0 = acc[i][jn][hr * 2], v1 = acc[i][jn][hr * 2 + 1];
 #endif
-                    int y0, y1;
+                    int u0, u1;
                     if (R > 0) {
                         const char2 A = *(const char2 *)(Ab + (ml >> 1) * BN + col);
-                        y0 = clip4((v0 + ((t * A.x) >> ps)) >> s);
-                        y1 = clip4((v1 + ((t * A.y) >> ps)) >> s);
+                        u0 = (v0 + ((t * A.x) >> ps)) >> s;
+                        u1 = (v1 + ((t * A.y) >> ps)) >> s;
                     } else {
-                        y0 = clip4(v0 >> s);
-                        y1 = clip4(v1 >> s);
+                        u0 = v0 >> s;
+                        u1 = v1 >> s;
                     }
-                    *(char2 *)(Os + ml * OLD + col) = make_char2((signed char)y0, (signed char)y1);
+                    *(unsigned short *)(Os + ml * OLD + col) = (unsigned short)pack2_clip8(u0, u1);
                 }
             }
         __syncthreads();
@@ -754,6 +788,184 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
         }
     }
     cp_wait<0>();
+}
+
+/* ------------------------------------------------ fused recurrence step */
+/* One timestep of one layer's minGRU, H = 2 * NW (128 or 256), on sm_90a: a CTA
+ * owns RBM members' rows and all H columns (warpgroup w the columns w*NW..) and runs
+ *   f = clip(Uf.h + Wf.x + bf), g = gate(f, h)            (phase 0)
+ *   c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h)          (phase 1)
+ *   state = h' (0 where the next token is 0), R = clip(h' + x)
+ * in one launch: h, g and f stay in shared memory, and Uf then Uh stream through
+ * one 3-stage cp.async pipeline. Same integer operations as MODE_BIAS_GATE and
+ * MODE_BIAS_MIX (the two-GEMM path, which other shapes and GPUs use). */
+struct RecStep {
+    const int8_t *Uf, *Uh, *bf, *bh;
+    const int8_t *noise; size_t pstride, off_uf, off_uh, off_bf, off_bh; /* noise NULL: unperturbed */
+    const int8_t *TF, *TH, *X; /* this timestep's [n][H] slices: Wf.x, Wh.x, the residual input */
+    const uint8_t *rz;         /* [n]: the next token is 0 */
+    int8_t *Hs, *R;            /* state [n][H] (read, then written), output [n][H] */
+    int n, s, pshift;
+};
+#define RBM 64
+/* Xh, Gs, Fs: [H/64][RBM][64] swizzled; W: [3][H][64] swizzled; As: [2][RBM/2][H]; ts: [RBM] */
+template <int NW> __host__ __device__ constexpr int rstep_smem_bytes() {
+    return 3 * RBM * 2 * NW + 3 * 2 * NW * 64 + RBM * 2 * NW + RBM * 4;
+}
+template <int NW, int R>
+__global__ void __launch_bounds__(NTHREADS, 2) rstep_kernel(RecStep a) {
+#ifdef MMP_WGMMA
+    constexpr int H = 2 * NW, KT = H / 64;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *Xh = (int8_t *)smem, *Gs = Xh + RBM * H, *Fs = Gs + RBM * H, *Ws = Fs + RBM * H, *As = Ws + 3 * H * 64;
+    int *ts = (int *)(As + RBM * H);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    const int wg = warp >> 2, w4 = warp & 3, m0 = blockIdx.x * RBM, n = a.n, s = a.s, ps = a.pshift;
+    /* byte (row, col) of an [H/64][RBM][64] swizzled operand */
+    auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
+    auto load_w = [&](int j) { /* job j: k-step j % KT of Uf (j < KT) or Uh, into stage j % 3 */
+        const int8_t *W = j < KT ? a.Uf : a.Uh;
+        const int k0 = (j % KT) * 64;
+        int8_t *dst = Ws + (j % 3) * H * 64;
+#pragma unroll
+        for (int ch = tid; ch < H * 4; ch += NTHREADS) cp_async16(dst + wg_off(ch >> 2, ch & 3), W + (size_t)(ch >> 2) * H + k0 + (ch & 3) * 16, true);
+    };
+    auto row_t = [&](const int8_t *Op, size_t off) { /* ts = sign * (operand row . B) of the member's pair, 4 threads per row */
+        const int row = tid >> 2, q = tid & 3, gm = m0 + row;
+        int t = 0;
+        if (R > 0 && gm < n) {
+            const int8_t *B = a.noise + (size_t)(gm >> 1) * a.pstride + off + a_span(1, H);
+#pragma unroll
+            for (int k = q * (H / 4); k < (q + 1) * (H / 4); k += 16) {
+                const int4 xv = *(const int4 *)(Op + sw(row, k)), bv = __ldg((const int4 *)(B + k));
+                t = __dp4a(xv.x, bv.x, t); t = __dp4a(xv.y, bv.y, t); t = __dp4a(xv.z, bv.z, t); t = __dp4a(xv.w, bv.w, t);
+            }
+        }
+        t += __shfl_xor_sync(0xffffffffu, t, 1);
+        t += __shfl_xor_sync(0xffffffffu, t, 2);
+        if (q == 0) ts[row] = (gm & 1) ? -t : t;
+    };
+    for (int ch = tid; ch < RBM * H / 16; ch += NTHREADS) { /* the state rows */
+        const int row = ch / (H / 16), col = (ch % (H / 16)) * 16, gm = m0 + row;
+        cp_async16(Xh + sw(row, col), gm < n ? a.Hs + (size_t)gm * H + col : a.Hs, gm < n);
+    }
+    if (R > 0) /* the pairs' A rows of Uf and Uh */
+        for (int ch = tid; ch < RBM * H / 16; ch += NTHREADS) {
+            const int ph = ch / (RBM / 2 * H / 16), p = (ch / (H / 16)) % (RBM / 2), col = (ch % (H / 16)) * 16, gm = m0 + 2 * p;
+            const int8_t *src = a.noise + (gm < n ? (size_t)(gm >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + col : 0);
+            cp_async16(As + (ph * (RBM / 2) + p) * H + col, src, gm < n);
+        }
+    load_w(0);
+    cp_commit();
+    load_w(1);
+    cp_commit();
+    int d[NW / 2];
+    int j = 0;
+#pragma unroll 1
+    for (int ph = 0; ph < 2; ph++) {
+        const int8_t *Op = ph ? Gs : Xh;
+#pragma unroll
+        for (int i = 0; i < NW / 2; i++) d[i] = 0;
+#pragma unroll 1
+        for (int kt = 0; kt < KT; kt++, j++) {
+            cp_wait<1>();
+            fence_proxy_async(); /* cp.async data (and g, written by this thread) next read by the tensor cores */
+            __syncthreads();
+            const unsigned xa = (unsigned)__cvta_generic_to_shared(Op) + kt * RBM * 64;
+            const unsigned wb = (unsigned)__cvta_generic_to_shared(Ws + (j % 3) * H * 64) + wg * NW * 64;
+            wg_fence();
+            wg_mma_s8(d, wg_desc(xa), wg_desc(wb));
+            wg_mma_s8(d, wg_desc(xa + 32), wg_desc(wb + 32));
+            wg_commit();
+            if (kt == 0) row_t(Op, ph ? a.off_uh : a.off_uf); /* under the MMAs */
+            wg_wait<1>();
+            __syncthreads(); /* every warpgroup is done with job j - 1: its stage takes job j + 2 */
+            if (j + 2 < 2 * KT) load_w(j + 2);
+            cp_commit();
+        }
+        wg_wait<0>();
+        if (ph) __syncthreads(); /* both warpgroups are done reading g: its buffer stages this phase's results */
+        /* fragments -> int8 MM results y (Fs in phase 0, Gs in phase 1) */
+        int8_t *Ys = ph ? Gs : Fs;
+        const int8_t *Ap = As + ph * (RBM / 2) * H;
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            const int row = w4 * 16 + gid + hr * 8;
+            const int t = R > 0 ? ts[row] : 0;
+#pragma unroll
+            for (int jn = 0; jn < NW / 8; jn++) {
+                const int col = wg * NW + jn * 8 + tig * 2;
+                const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
+                int u0 = v0 >> s, u1 = v1 >> s;
+                if (R > 0) {
+                    const char2 A = *(const char2 *)(Ap + (row >> 1) * H + col);
+                    u0 = (v0 + ((t * A.x) >> ps)) >> s;
+                    u1 = (v1 + ((t * A.y) >> ps)) >> s;
+                }
+                *(unsigned short *)(Ys + sw(row, col)) = (unsigned short)pack2_clip8(u0, u1);
+            }
+        }
+        __syncthreads();
+        /* 16 bytes per access: bias (+ noise), the gate, or the mix and the residual */
+        const int8_t *bias = ph ? a.bh : a.bf;
+        const size_t voff = ph ? a.off_bh : a.off_bf;
+        const int col = (tid % (H / 16)) * 16;
+        bytes16 bv;
+        bv.v = __ldg((const int4 *)(bias + col));
+#pragma unroll 2
+        for (int q = 0; q < RBM * H / 16 / NTHREADS; q++) {
+            const int row = (tid + q * NTHREADS) / (H / 16), gm = m0 + row;
+            if (gm >= n) continue;
+            const size_t gi = (size_t)gm * H + col;
+            bytes16 y, e, n1, n2, h, f, xr, o1, o2;
+            y.v = *(const int4 *)(Ys + sw(row, col));
+            h.v = *(const int4 *)(Xh + sw(row, col));
+            e.v = __ldg((const int4 *)((ph ? a.TH : a.TF) + gi));
+            if (R > 0) {
+                const int8_t *nv = a.noise + (size_t)(gm >> 1) * a.pstride + voff + col;
+                n1.v = __ldg((const int4 *)nv);
+                n2.v = __ldg((const int4 *)(nv + H));
+            }
+            if (ph) {
+                f.v = *(const int4 *)(Fs + sw(row, col));
+                xr.v = __ldg((const int4 *)(a.X + gi));
+            }
+            const int sg = (gm & 1) ? -1 : 1;
+            const bool reset = ph && a.rz[gm];
+#pragma unroll
+            for (int b = 0; b < 16; b++) {
+                const int bb = R > 0 ? egg_vec_pert(bv.b[b], n1.b[b], n2.b[b], sg, ps) : bv.b[b];
+                const int v = clip4(y.b[b] + e.b[b] + bb); /* f (phase 0) or the candidate c */
+                if (ph == 0) {
+                    o1.b[b] = (signed char)v;
+                    o2.b[b] = (signed char)egg_gru_gate(v, h.b[b]);
+                } else {
+                    const int hp = egg_gru_mix(f.b[b], v, h.b[b]);
+                    o1.b[b] = reset ? 0 : (signed char)hp;
+                    o2.b[b] = (signed char)clip4(hp + xr.b[b]);
+                }
+            }
+            if (ph == 0) {
+                *(int4 *)(Fs + sw(row, col)) = o1.v;
+                *(int4 *)(Gs + sw(row, col)) = o2.v;
+            } else {
+                *(int4 *)(a.Hs + gi) = o1.v;
+                *(int4 *)(a.R + gi) = o2.v;
+            }
+        }
+    }
+    cp_wait<0>();
+#else
+    (void)a; /* not launched: the host checks wgmma_probe first */
+#endif
+}
+/* 1 where this binary has the sm_90a (wgmma) kernels for the running GPU */
+__global__ void wgmma_probe(int *out) {
+#ifdef MMP_WGMMA
+    *out = 1;
+#else
+    *out = 0;
+#endif
 }
 #endif
 
@@ -1289,6 +1501,7 @@ struct CudaImpl {
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
     int smem, nsm;
+    int rstep;                /* the fused recurrence step (sm_90a build on a 9.x GPU; EGG_CUDA_RSTEP=0: two GEMMs) */
     int ln_vec;               /* EGG-LN with wide accesses where H allows (EGG_CUDA_LNVEC=0: the byte kernel) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     int recur;                /* EGG_CUDA_RECUR=1: the recurrence as one persistent launch per layer and chunk */
@@ -1480,6 +1693,26 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
 #endif
             for (int dt = 0; dt < tc && !c->recur; dt++) {
                 const size_t o = (size_t)dt * nh;
+#ifdef EGG_MMP
+                if (c->rstep && (H == 128 || H == 256) && (!noisy || c->r <= 1)) {
+                    RecStep rs;
+                    memset(&rs, 0, sizeof rs);
+                    rs.Uf = tp(c, id0 + EGG_L_UF); rs.Uh = tp(c, id0 + EGG_L_UH); rs.bf = tp(c, id0 + EGG_L_BF); rs.bh = tp(c, id0 + EGG_L_BH);
+                    rs.noise = nz; rs.pstride = c->pstride;
+                    rs.off_uf = c->noff[id0 + EGG_L_UF]; rs.off_uh = c->noff[id0 + EGG_L_UH];
+                    rs.off_bf = c->noff[id0 + EGG_L_BF]; rs.off_bh = c->noff[id0 + EGG_L_BH];
+                    rs.TF = x->TF + o; rs.TH = x->TH + o; rs.X = x->X + o;
+                    rs.rz = dt + 1 < tc ? x->rz + (size_t)(dt + 1) * n : x->rz0;
+                    rs.Hs = Hl; rs.R = x->R + o; rs.n = n; rs.s = egg_mm_shift((uint32_t)H); rs.pshift = c->pshift;
+                    const int nb = (n + RBM - 1) / RBM;
+                    if (H == 256 && nz) rstep_kernel<128, 1><<<nb, NTHREADS, rstep_smem_bytes<128>(), c->st>>>(rs);
+                    else if (H == 256) rstep_kernel<128, 0><<<nb, NTHREADS, rstep_smem_bytes<128>(), c->st>>>(rs);
+                    else if (nz) rstep_kernel<64, 1><<<nb, NTHREADS, rstep_smem_bytes<64>(), c->st>>>(rs);
+                    else rstep_kernel<64, 0><<<nb, NTHREADS, rstep_smem_bytes<64>(), c->st>>>(rs);
+                    CKL();
+                    continue;
+                }
+#endif
                 if ((rc = mm(c, x, n, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->TF + o, id0 + EGG_L_BF, Hl, x->G, NULL,
                              err)))
                     return rc;
@@ -1913,6 +2146,24 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mmp_kernel<MODE_PLAIN, 1>, NTHREADS, sm));
             c->mmp_ctas = (occ > 0 ? occ : 1) * c->nsm;
             if (e && atoi(e) >= 2 && atoi(e) < c->mmp_ctas) c->mmp_ctas = atoi(e); /* tests: many tiles per CTA */
+        }
+        /* the fused recurrence step needs this binary's sm_90a code for this GPU */
+        const char *er = getenv("EGG_CUDA_RSTEP");
+        int *probe = NULL, have = 0;
+        CK(cudaMalloc(&probe, sizeof(int)));
+        CK(cudaMemset(probe, 0, sizeof(int)));
+        wgmma_probe<<<1, 1, 0, c->st>>>(probe);
+        CKL();
+        CK(cudaMemcpyAsync(&have, probe, sizeof(int), cudaMemcpyDeviceToHost, c->st));
+        CK(cudaStreamSynchronize(c->st));
+        CK(cudaFree(probe));
+        c->rstep = have && !(er && atoi(er) == 0) && (size_t)rstep_smem_bytes<128>() <= prop.sharedMemPerBlockOptin;
+        if (c->rstep) {
+#define RSTEP_ATTR(NW, R)                                                                                            \
+    CK(cudaFuncSetAttribute(rstep_kernel<NW, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rstep_smem_bytes<NW>())); \
+    CK(cudaFuncSetAttribute(rstep_kernel<NW, R>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+            RSTEP_ATTR(128, 0) RSTEP_ATTR(128, 1) RSTEP_ATTR(64, 0) RSTEP_ATTR(64, 1)
+#undef RSTEP_ATTR
         }
     }
 #endif
