@@ -453,6 +453,33 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
     }
 }
 
+/* --------------------------------------------------- EGG-LN helpers */
+#ifndef EGG_LN_DIV16
+#define EGG_LN_DIV16 1
+#endif
+/* egg_ln_apply: (x * w) / d truncating, clipped; with EGG_LN_DIV16 the division
+ * is the exact multiply-shift of egg_div16 (as in the CPU's vectorised LN:
+ * every int8 value the model holds is in -127..127, so |x w| < 2^14) */
+__device__ __forceinline__ int ln_apply(int x, int w, int32_t d, egg_div16 dv) {
+#if EGG_LN_DIV16
+    const int p = x * w;
+    const uint32_t a = (uint32_t)(p < 0 ? -p : p);
+    const int q = d == 1 ? (int)a : (int)egg_div16_apply(a, dv);
+    return egg_clip8(p < 0 ? -q : q);
+#else
+    (void)dv;
+    return egg_ln_apply(x, w, d);
+#endif
+}
+union w4u { int w; signed char b[4]; };
+__device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
+#if defined(__HIPCC__)
+    return abs(u.b[0]) + abs(u.b[1]) + abs(u.b[2]) + abs(u.b[3]);
+#else
+    return __dp4a((int)__vabsss4((unsigned)u.w), 0x01010101, 0);
+#endif
+}
+
 /* ------------------------------------------- persistent forward GEMM */
 #if !defined(__HIPCC__) && !defined(EGG_GEMM_AMD_PLAN)
 #define EGG_MMP 1
@@ -796,6 +823,8 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
  *   f = clip(Uf.h + Wf.x + bf), g = gate(f, h)            (phase 0)
  *   c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h)          (phase 1)
  *   state = h' (0 where the next token is 0), R = clip(h' + x)
+ * and at H = 128 also XN = EGG-LN(R, ln2) (at H = 256 that made the step slower than
+ * the separate LN kernel: 3.66 vs 2.97 + 0.59 ms per layer and chunk, H100)
  * in one launch: h, g and f stay in shared memory, and Uf then Uh stream through
  * one 3-stage cp.async pipeline. Same integer operations as MODE_BIAS_GATE and
  * MODE_BIAS_MIX (the two-GEMM path, which other shapes and GPUs use). */
@@ -805,6 +834,7 @@ struct RecStep {
     const int8_t *TF, *TH, *X; /* this timestep's [n][H] slices: Wf.x, Wh.x, the residual input */
     const uint8_t *rz;         /* [n]: the next token is 0 */
     int8_t *Hs, *R;            /* state [n][H] (read, then written), output [n][H] */
+    const int8_t *ln; size_t off_ln; int8_t *XN; /* H = 128: the next EGG-LN (ln2), XN = LN(R) */
     int n, s, pshift;
 };
 #define RBM 64
@@ -816,6 +846,7 @@ template <int NW, int R>
 __global__ void __launch_bounds__(NTHREADS, 2) rstep_kernel(RecStep a) {
 #ifdef MMP_WGMMA
     constexpr int H = 2 * NW, KT = H / 64;
+    constexpr bool LN2 = H == 128;
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Xh = (int8_t *)smem, *Gs = Xh + RBM * H, *Fs = Gs + RBM * H, *Ws = Fs + RBM * H, *As = Ws + 3 * H * 64;
     int *ts = (int *)(As + RBM * H);
@@ -910,28 +941,29 @@ __global__ void __launch_bounds__(NTHREADS, 2) rstep_kernel(RecStep a) {
         const int8_t *bias = ph ? a.bh : a.bf;
         const size_t voff = ph ? a.off_bh : a.off_bf;
         const int col = (tid % (H / 16)) * 16;
-        bytes16 bv;
+        bytes16 bv, lw;
         bv.v = __ldg((const int4 *)(bias + col));
+        if (LN2 && ph) lw.v = __ldg((const int4 *)(a.ln + col));
 #pragma unroll 2
-        for (int q = 0; q < RBM * H / 16 / NTHREADS; q++) {
+        for (int q = 0; q < RBM * H / 16 / NTHREADS; q++) { /* no early exit: phase 1 reduces over a row's H/16 lanes */
             const int row = (tid + q * NTHREADS) / (H / 16), gm = m0 + row;
-            if (gm >= n) continue;
-            const size_t gi = (size_t)gm * H + col;
+            const bool ok = gm < n;
+            const size_t gi = (size_t)(ok ? gm : 0) * H + col;
+            const int8_t *blob = a.noise + (R > 0 && ok ? (size_t)(gm >> 1) * a.pstride : 0);
             bytes16 y, e, n1, n2, h, f, xr, o1, o2;
             y.v = *(const int4 *)(Ys + sw(row, col));
             h.v = *(const int4 *)(Xh + sw(row, col));
             e.v = __ldg((const int4 *)((ph ? a.TH : a.TF) + gi));
             if (R > 0) {
-                const int8_t *nv = a.noise + (size_t)(gm >> 1) * a.pstride + voff + col;
-                n1.v = __ldg((const int4 *)nv);
-                n2.v = __ldg((const int4 *)(nv + H));
+                n1.v = __ldg((const int4 *)(blob + voff + col));
+                n2.v = __ldg((const int4 *)(blob + voff + H + col));
             }
             if (ph) {
                 f.v = *(const int4 *)(Fs + sw(row, col));
                 xr.v = __ldg((const int4 *)(a.X + gi));
             }
             const int sg = (gm & 1) ? -1 : 1;
-            const bool reset = ph && a.rz[gm];
+            const bool reset = ph && ok && a.rz[gm];
 #pragma unroll
             for (int b = 0; b < 16; b++) {
                 const int bb = R > 0 ? egg_vec_pert(bv.b[b], n1.b[b], n2.b[b], sg, ps) : bv.b[b];
@@ -949,8 +981,34 @@ __global__ void __launch_bounds__(NTHREADS, 2) rstep_kernel(RecStep a) {
                 *(int4 *)(Fs + sw(row, col)) = o1.v;
                 *(int4 *)(Gs + sw(row, col)) = o2.v;
             } else {
-                *(int4 *)(a.Hs + gi) = o1.v;
-                *(int4 *)(a.R + gi) = o2.v;
+                if (ok) {
+                    *(int4 *)(a.Hs + gi) = o1.v;
+                    *(int4 *)(a.R + gi) = o2.v;
+                }
+                if (!LN2) continue;
+                /* EGG-LN of the row R: sum |R| over the row's H/16 lanes, then 16 outputs here */
+                int sa = 0;
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    w4u u;
+                    u.w = (&o2.v.x)[w];
+                    sa += abs_sum4(u);
+                }
+#pragma unroll
+                for (int o = 1; o < H / 16; o <<= 1) sa += __shfl_xor_sync(0xffffffffu, sa, o);
+                const int32_t dd = egg_ln_div(sa, H);
+                const egg_div16 dv = egg_div16_make(dd > 1 ? dd : 2);
+                bytes16 l1, l2, xo;
+                if (R > 0) {
+                    l1.v = __ldg((const int4 *)(blob + a.off_ln + col));
+                    l2.v = __ldg((const int4 *)(blob + a.off_ln + H + col));
+                }
+#pragma unroll
+                for (int b = 0; b < 16; b++) {
+                    const int wv = R > 0 ? egg_vec_pert(lw.b[b], l1.b[b], l2.b[b], sg, ps) : lw.b[b];
+                    xo.b[b] = (signed char)ln_apply(o2.b[b], wv, dd, dv);
+                }
+                if (ok) *(int4 *)(a.XN + gi) = xo.v;
             }
         }
     }
@@ -992,23 +1050,6 @@ __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w,
 /* --------------------------------------------------------- row kernels */
 
 
-#ifndef EGG_LN_DIV16
-#define EGG_LN_DIV16 1
-#endif
-/* egg_ln_apply: (x * w) / d truncating, clipped; with EGG_LN_DIV16 the division
- * is the exact multiply-shift of egg_div16 (as in the CPU's vectorised LN:
- * every int8 value the model holds is in -127..127, so |x w| < 2^14) */
-__device__ __forceinline__ int ln_apply(int x, int w, int32_t d, egg_div16 dv) {
-#if EGG_LN_DIV16
-    const int p = x * w;
-    const uint32_t a = (uint32_t)(p < 0 ? -p : p);
-    const int q = d == 1 ? (int)a : (int)egg_div16_apply(a, dv);
-    return egg_clip8(p < 0 ? -q : q);
-#else
-    (void)dv;
-    return egg_ln_apply(x, w, d);
-#endif
-}
 
 /* EGG-LN of rows [time][members] (nm members per timestep), a warp per two
  * consecutive rows: with noise they are the two members of one pair (nm is
@@ -1052,14 +1093,6 @@ __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t
  * bytes of both rows in registers from one wide load each, sums |x| with
  * __vabsss4 / __dp4a, and stores 4 * K4 bytes at once; the same operations per
  * element as ln_kernel (the byte loop there moved 1 byte per lane per access). */
-union w4u { int w; signed char b[4]; };
-__device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
-#if defined(__HIPCC__)
-    return abs(u.b[0]) + abs(u.b[1]) + abs(u.b[2]) + abs(u.b[3]);
-#else
-    return __dp4a((int)__vabsss4((unsigned)u.w), 0x01010101, 0);
-#endif
-}
 template <int K4>
 __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride,
                               size_t voff, int pshift, int8_t *Y) {
@@ -1523,7 +1556,7 @@ struct CudaImpl {
     long long pn[16];
 };
 enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_LN2, P_UP, P_DOWN, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
-static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "mm Uf/Uh (per timestep)", "ln2", "mm up", "mm down+res", "mm head",
+static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "recurrence (per timestep)", "ln2", "mm up", "mm down+res", "mm head",
                                  "loss", "noise", "upd operands", "upd gemm", "upd vectors"};
 static void prof_mark(CudaImpl *c, int cat) {
     if (!c->prof) return;
@@ -1691,10 +1724,11 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 CKL();
             }
 #endif
+            const bool fused = !c->recur && c->rstep && (H == 128 || H == 256) && (!noisy || c->r <= 1), ln2_fused = fused && H == 128;
             for (int dt = 0; dt < tc && !c->recur; dt++) {
                 const size_t o = (size_t)dt * nh;
 #ifdef EGG_MMP
-                if (c->rstep && (H == 128 || H == 256) && (!noisy || c->r <= 1)) {
+                if (fused) {
                     RecStep rs;
                     memset(&rs, 0, sizeof rs);
                     rs.Uf = tp(c, id0 + EGG_L_UF); rs.Uh = tp(c, id0 + EGG_L_UH); rs.bf = tp(c, id0 + EGG_L_BF); rs.bh = tp(c, id0 + EGG_L_BH);
@@ -1704,6 +1738,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     rs.TF = x->TF + o; rs.TH = x->TH + o; rs.X = x->X + o;
                     rs.rz = dt + 1 < tc ? x->rz + (size_t)(dt + 1) * n : x->rz0;
                     rs.Hs = Hl; rs.R = x->R + o; rs.n = n; rs.s = egg_mm_shift((uint32_t)H); rs.pshift = c->pshift;
+                    rs.ln = tp(c, id0 + EGG_L_LN2); rs.off_ln = c->noff[id0 + EGG_L_LN2]; rs.XN = x->XN + o;
                     const int nb = (n + RBM - 1) / RBM;
                     if (H == 256 && nz) rstep_kernel<128, 1><<<nb, NTHREADS, rstep_smem_bytes<128>(), c->st>>>(rs);
                     else if (H == 256) rstep_kernel<128, 0><<<nb, NTHREADS, rstep_smem_bytes<128>(), c->st>>>(rs);
@@ -1724,7 +1759,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     return rc;
             }
             prof_mark(c, P_MM_H);
-            if ((rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, nz, x->XN, err))) return rc;
+            if (!ln2_fused && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, nz, x->XN, err))) return rc;
             prof_mark(c, P_LN2);
             if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_UP);
@@ -2024,37 +2059,62 @@ static void cuda_destroy(egg_backend *be) {
     be->impl = NULL;
 }
 
-/* A plain int8 GEMM (this kernel, r = 0, 8192^3) timed on the device: the
- * "measured MMA peak" that --bench reports its int8 rate against. */
+/* A plain int8 GEMM (r = 0, 8192^3) timed on the device: the "measured MMA peak"
+ * that --bench reports its int8 rate against. It is the fastest GEMM this binary
+ * has for the GPU: the persistent wgmma kernel on an sm_90a build, else mm_kernel. */
 extern "C" double egg_cuda_mma_peak_tops(int dev) {
     const int n = 8192;
     int8_t *x = NULL, *w = NULL, *y = NULL;
+    int *probe = NULL, have = 0;
     if (cudaSetDevice(dev) != cudaSuccess || cudaMalloc(&x, (size_t)n * n) != cudaSuccess ||
-        cudaMalloc(&w, (size_t)n * n) != cudaSuccess || cudaMalloc(&y, (size_t)n * n) != cudaSuccess) {
-        cudaFree(x); cudaFree(w); cudaFree(y); cudaGetLastError();
+        cudaMalloc(&w, (size_t)n * n) != cudaSuccess || cudaMalloc(&y, (size_t)n * n) != cudaSuccess ||
+        cudaMalloc(&probe, sizeof(int)) != cudaSuccess) {
+        cudaFree(x); cudaFree(w); cudaFree(y); cudaFree(probe); cudaGetLastError();
         return 0;
     }
     cudaMemset(x, 3, (size_t)n * n); /* not zeros: avoid data-dependent fast paths */
     cudaMemset(w, 5, (size_t)n * n);
+    cudaMemset(probe, 0, sizeof(int));
+#ifdef EGG_MMP
+    wgmma_probe<<<1, 1>>>(probe);
+    cudaMemcpy(&have, probe, sizeof(int), cudaMemcpyDeviceToHost);
+#endif
     MMArgs a;
     memset(&a, 0, sizeof a);
     a.X = x; a.ldx = n; a.W = w; a.ldw = n; a.M = n; a.N = n; a.K = n; a.s = 10; a.Y = y; a.ldy = n;
     a.mtn = n / BM; a.ntn = n / BN;
-    const int smem = (int)mm_smem_bytes(0);
-    cudaFuncSetAttribute(mm_kernel<MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes(GPU_RMAX));
     dim3 grid((n / BM) * (n / BN));
+    int smem = (int)mm_smem_bytes(0);
+    cudaFuncSetAttribute(mm_kernel<MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mm_smem_bytes(GPU_RMAX));
+#ifdef EGG_MMP
+    if (have) {
+        smem = mmp_smem_bytes();
+        cudaFuncSetAttribute(mmp_kernel<MODE_PLAIN, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        int occ = 0, nsm = 0;
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mmp_kernel<MODE_PLAIN, 0>, NTHREADS, smem);
+        cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
+        grid = dim3((unsigned)((occ > 0 ? occ : 1) * nsm));
+    }
+#endif
+    (void)have;
+    auto go = [&]() {
+#ifdef EGG_MMP
+        if (have) { mmp_kernel<MODE_PLAIN, 0><<<grid, NTHREADS, smem>>>(a); return; }
+#endif
+        mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem>>>(a);
+    };
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0); cudaEventCreate(&e1);
-    mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem>>>(a);
+    go();
     cudaEventRecord(e0);
     const int reps = 10;
-    for (int i = 0; i < reps; i++) mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem>>>(a);
+    for (int i = 0; i < reps; i++) go();
     cudaEventRecord(e1);
     cudaEventSynchronize(e1);
     float ms = 0;
     cudaEventElapsedTime(&ms, e0, e1);
     cudaEventDestroy(e0); cudaEventDestroy(e1);
-    cudaFree(x); cudaFree(w); cudaFree(y);
+    cudaFree(x); cudaFree(w); cudaFree(y); cudaFree(probe);
     if (cudaGetLastError() != cudaSuccess || ms <= 0) return 0;
     return 2.0 * n * (double)n * n * reps / (ms * 1e-3) / 1e12;
 }
