@@ -46,7 +46,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # persistent kernel (one launch per layer and chunk, hidden <= 384 on H100), which must match too.
 # The forward's big GEMMs at rank <= 1 run in a persistent kernel (mmp); EGG_CUDA_MMP=n caps its
 # CTAs so each walks many tiles (the pipeline crosses tile boundaries), EGG_CUDA_MMP=0 turns it off.
-# EGG-LN uses wide accesses at hidden 128/256/512/1024; EGG_CUDA_LNVEC=0 selects the byte kernel.
+# EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow; EGG_CUDA_LNVEC=0
+# selects the byte-per-lane kernels.
 # On an sm_90a build the recurrence at hidden 128/256 is one fused kernel per timestep; EGG_CUDA_RSTEP=0
 # selects the two per-timestep GEMMs instead.
 configs=(

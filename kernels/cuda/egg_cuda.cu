@@ -1093,80 +1093,89 @@ __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t
  * bytes of both rows in registers from one wide load each, sums |x| with
  * __vabsss4 / __dp4a, and stores 4 * K4 bytes at once; the same operations per
  * element as ln_kernel (the byte loop there moved 1 byte per lane per access). */
-template <int K4>
+/* 4 * K4 consecutive bytes per lane, loaded / stored in the widest accesses */
+template <int K4> __device__ __forceinline__ void ld_words(w4u (&v)[K4], const int8_t *p) {
+    if (K4 >= 4) {
+#pragma unroll
+        for (int q = 0; q < K4; q += 4) {
+            const int4 t = __ldg((const int4 *)(p + 4 * q));
+            v[q].w = t.x; v[q + 1].w = t.y; v[q + 2].w = t.z; v[q + 3].w = t.w;
+        }
+    } else if (K4 == 2) {
+        const int2 t = __ldg((const int2 *)p);
+        v[0].w = t.x; v[K4 - 1].w = t.y;
+    } else {
+        v[0].w = __ldg((const int *)p);
+    }
+}
+template <int K4> __device__ __forceinline__ void st_words(int8_t *p, const w4u (&v)[K4]) {
+    if (K4 >= 4) {
+#pragma unroll
+        for (int q = 0; q < K4; q += 4) *(int4 *)(p + 4 * q) = make_int4(v[q].w, v[q + 1].w, v[q + 2].w, v[q + 3].w);
+    } else if (K4 == 2) {
+        *(int2 *)p = make_int2(v[0].w, v[K4 - 1].w);
+    } else {
+        *(int *)p = v[0].w;
+    }
+}
+/* P member pairs per warp, every load of the P pairs issued before the first use */
+template <int K4, int P>
 __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride,
                               size_t voff, int pshift, int8_t *Y) {
     constexpr int H = 128 * K4;
-    const int r0 = 2 * (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)), lane = threadIdx.x & 31;
-    if (r0 >= rows) return;
-    const bool two = r0 + 1 < rows;
+    const int wq = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (2 * wq * P >= rows) return;
     const int off = lane * 4 * K4;
-    w4u x0[K4], x1[K4], ww[K4], a1[K4], a2[K4];
-    auto ld = [&](w4u (&v)[K4], const int8_t *p) {
-        if (K4 >= 4) {
-#pragma unroll
-            for (int q = 0; q < K4; q += 4) {
-                const int4 t = __ldg((const int4 *)(p + 4 * q));
-                v[q].w = t.x; v[q + 1].w = t.y; v[q + 2].w = t.z; v[q + 3].w = t.w;
-            }
-        } else if (K4 == 2) {
-            const int2 t = __ldg((const int2 *)p);
-            v[0].w = t.x; v[K4 - 1].w = t.y;
-        } else {
-            v[0].w = __ldg((const int *)p);
-        }
-    };
-    ld(x0, X + (size_t)r0 * H + off);
-    if (two) ld(x1, X + (size_t)(r0 + 1) * H + off);
-    else {
-#pragma unroll
-        for (int q = 0; q < K4; q++) x1[q].w = 0;
-    }
-    ld(ww, w + off);
     const bool noisy = noise != NULL;
-    if (noisy) {
-        const int8_t *n1 = noise + (size_t)((r0 % nm) >> 1) * pstride + voff + off;
-        ld(a1, n1);
-        ld(a2, n1 + H);
-    }
-    int s0 = 0, s1 = 0;
+    w4u x0[P][K4], x1[P][K4], a1[P][K4], a2[P][K4], ww[K4];
+    ld_words<K4>(ww, w + off);
 #pragma unroll
-    for (int q = 0; q < K4; q++) {
-        s0 += abs_sum4(x0[q]);
-        s1 += abs_sum4(x1[q]);
-    }
-    for (int o = 16; o; o >>= 1) {
-        s0 += __shfl_xor_sync(0xffffffffu, s0, o);
-        s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-    }
-    const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
-    const egg_div16 dv0 = egg_div16_make(d0 > 1 ? d0 : 2), dv1 = egg_div16_make(d1 > 1 ? d1 : 2);
-    w4u y0[K4], y1[K4];
+    for (int pp = 0; pp < P; pp++) {
+        const int r0 = 2 * (wq * P + pp);
 #pragma unroll
-    for (int q = 0; q < K4; q++)
+        for (int q = 0; q < K4; q++) x0[pp][q].w = x1[pp][q].w = a1[pp][q].w = a2[pp][q].w = 0;
+        if (r0 >= rows) continue;
+        ld_words<K4>(x0[pp], X + (size_t)r0 * H + off);
+        if (r0 + 1 < rows) ld_words<K4>(x1[pp], X + (size_t)(r0 + 1) * H + off);
+        if (noisy) {
+            const int8_t *n1 = noise + (size_t)((r0 % nm) >> 1) * pstride + voff + off;
+            ld_words<K4>(a1[pp], n1);
+            ld_words<K4>(a2[pp], n1 + H);
+        }
+    }
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int wi = ww[q].b[e];
-            int w0 = wi, w1 = wi;
-            if (noisy) {
-                w0 = egg_vec_pert(wi, a1[q].b[e], a2[q].b[e], 1, pshift);
-                w1 = egg_vec_pert(wi, a1[q].b[e], a2[q].b[e], -1, pshift);
+    for (int pp = 0; pp < P; pp++) {
+        const int r0 = 2 * (wq * P + pp);
+        int s0 = 0, s1 = 0;
+#pragma unroll
+        for (int q = 0; q < K4; q++) {
+            s0 += abs_sum4(x0[pp][q]);
+            s1 += abs_sum4(x1[pp][q]);
+        }
+        for (int o = 16; o; o >>= 1) {
+            s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+            s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+        }
+        if (r0 >= rows) continue;
+        const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
+        const egg_div16 dv0 = egg_div16_make(d0 > 1 ? d0 : 2), dv1 = egg_div16_make(d1 > 1 ? d1 : 2);
+        w4u y0[K4], y1[K4];
+#pragma unroll
+        for (int q = 0; q < K4; q++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int wi = ww[q].b[e];
+                int w0 = wi, w1 = wi;
+                if (noisy) {
+                    w0 = egg_vec_pert(wi, a1[pp][q].b[e], a2[pp][q].b[e], 1, pshift);
+                    w1 = egg_vec_pert(wi, a1[pp][q].b[e], a2[pp][q].b[e], -1, pshift);
+                }
+                y0[q].b[e] = (signed char)ln_apply(x0[pp][q].b[e], w0, d0, dv0);
+                y1[q].b[e] = (signed char)ln_apply(x1[pp][q].b[e], w1, d1, dv1);
             }
-            y0[q].b[e] = (signed char)ln_apply(x0[q].b[e], w0, d0, dv0);
-            y1[q].b[e] = (signed char)ln_apply(x1[q].b[e], w1, d1, dv1);
-        }
-    auto st = [&](int8_t *p, const w4u (&v)[K4]) {
-        if (K4 >= 4) {
-#pragma unroll
-            for (int q = 0; q < K4; q += 4) *(int4 *)(p + 4 * q) = make_int4(v[q].w, v[q + 1].w, v[q + 2].w, v[q + 3].w);
-        } else if (K4 == 2) {
-            *(int2 *)p = make_int2(v[0].w, v[K4 - 1].w);
-        } else {
-            *(int *)p = v[0].w;
-        }
-    };
-    st(Y + (size_t)r0 * H + off, y0);
-    if (two) st(Y + (size_t)(r0 + 1) * H + off, y1);
+        st_words<K4>(Y + (size_t)r0 * H + off, y0);
+        if (r0 + 1 < rows) st_words<K4>(Y + (size_t)(r0 + 1) * H + off, y1);
+    }
 }
 
 /* x = perturbed embedding row of the member's input token, for the rows
@@ -1202,6 +1211,97 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
         for (int j = 0; j < r; j++) p += av[j] * B[(size_t)j * H + i];
         x[i] = (int8_t)egg_clip8(e[i] + (p >> pshift));
     }
+}
+
+/* embed_kernel for H = 128 * K4: a lane's 4 * K4 bytes of the row in word accesses */
+template <int K4>
+__global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0, int group,
+                                 int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
+                                 const uint64_t *seedep, int8_t *X, uint8_t *rz, int8_t *Hs) {
+    constexpr int H = 128 * K4;
+    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    const int m = row % n, dt = row / n, off = lane * 4 * K4;
+    const int g = (m0 + m) / group - gbase;
+    const int tok = tokens[(size_t)g * rowlen + t0 + dt];
+    if (lane == 0) rz[row] = tok == 0;
+    if (tok == 0 && dt == 0)
+        for (int l = 0; l < L; l++)
+            for (int i = lane * 4; i < H; i += 128) *(int *)(Hs + ((size_t)l * n + m) * H + i) = 0;
+    w4u e[K4];
+    ld_words<K4>(e, E + (size_t)tok * H + off);
+    int8_t *x = X + (size_t)row * H + off;
+    if (!noise) {
+        st_words<K4>(x, e);
+        return;
+    }
+    const uint32_t pair = (uint32_t)((m0 + m) >> 1);
+    const uint64_t key = egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
+    const int sign = (m & 1) ? -1 : 1;
+    const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff + off;
+    int p[K4][4] = {};
+    for (int j = 0; j < r; j++) {
+        const int av = sign * egg_noise(key, (uint32_t)(tok * r + j));
+        w4u b[K4];
+        ld_words<K4>(b, B + (size_t)j * H);
+#pragma unroll
+        for (int q = 0; q < K4; q++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) p[q][c] += av * b[q].b[c];
+    }
+#pragma unroll
+    for (int q = 0; q < K4; q++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) e[q].b[c] = (signed char)egg_clip8(e[q].b[c] + (p[q][c] >> pshift));
+    st_words<K4>(x, e);
+}
+
+/* loss_kernel for V = 128 * K4 <= 4096 (a warp's sum of EXP2 < 2^32): word loads,
+ * 32-bit sums, two timesteps per iteration, the target's logit by shuffle */
+template <int K4>
+__global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
+                                int gbase, int m0, int32_t *scores) {
+    constexpr int V = 128 * K4;
+    __shared__ uint32_t exp2s[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
+    __syncthreads();
+    const int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= n) return;
+    const int32_t *tk = tokens + (size_t)((m0 + m) / group - gbase) * rowlen + t0;
+    int32_t sc = 0;
+    for (int dt = 0; dt < tc; dt += 2) {
+        const bool two = dt + 1 < tc;
+        w4u l0[K4], l1[K4];
+        ld_words<K4>(l0, logits + ((size_t)dt * n + m) * V + lane * 4 * K4);
+        if (two) ld_words<K4>(l1, logits + ((size_t)(dt + 1) * n + m) * V + lane * 4 * K4);
+        const int tg0 = tk[dt + 1], tg1 = two ? tk[dt + 2] : 0;
+        uint32_t S0 = 0, S1 = 0;
+#pragma unroll
+        for (int q = 0; q < K4; q++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                S0 += exp2s[l0[q].b[c] + 128];
+                if (two) S1 += exp2s[l1[q].b[c] + 128];
+            }
+        for (int o = 16; o; o >>= 1) {
+            S0 += __shfl_xor_sync(0xffffffffu, S0, o);
+            S1 += __shfl_xor_sync(0xffffffffu, S1, o);
+        }
+        /* the target's word from the lane that holds it */
+        int w0 = 0, w1 = 0;
+#pragma unroll
+        for (int q = 0; q < K4; q++) {
+            if ((tg0 >> 2) % K4 == q) w0 = l0[q].w;
+            if ((tg1 >> 2) % K4 == q) w1 = two ? l1[q].w : 0;
+        }
+        w0 = __shfl_sync(0xffffffffu, w0, tg0 / (4 * K4));
+        w1 = __shfl_sync(0xffffffffu, w1, tg1 / (4 * K4));
+        if (lane == 0) {
+            sc += egg_loglik((signed char)(w0 >> (8 * (tg0 & 3))), S0);
+            if (two) sc += egg_loglik((signed char)(w1 >> (8 * (tg1 & 3))), S1);
+        }
+    }
+    if (lane == 0) scores[m] += sc;
 }
 
 /* warp per member: add the log-likelihoods of timesteps t0..t0+tc-1 (logits [time][members][V]) */
@@ -1535,7 +1635,7 @@ struct CudaImpl {
     int32_t *Z;               /* update votes of the largest tensor */
     int smem, nsm;
     int rstep;                /* the fused recurrence step (sm_90a build on a 9.x GPU; EGG_CUDA_RSTEP=0: two GEMMs) */
-    int ln_vec;               /* EGG-LN with wide accesses where H allows (EGG_CUDA_LNVEC=0: the byte kernel) */
+    int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     int recur;                /* EGG_CUDA_RECUR=1: the recurrence as one persistent launch per layer and chunk */
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
@@ -1673,13 +1773,16 @@ static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, const int8_
     const int wpb = 8, nb = ((rows + 1) / 2 + wpb - 1) / wpb, H = c->H;
     const size_t vo = c->noff[id];
     const int8_t *w = tp(c, id);
-    switch (c->ln_vec ? H : 0) {
-    case 128: ln_vec_kernel<1><<<nb, 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y); break;
-    case 256: ln_vec_kernel<2><<<nb, 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y); break;
-    case 512: ln_vec_kernel<4><<<nb, 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y); break;
-    case 1024: ln_vec_kernel<8><<<nb, 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y); break;
+    const int np = (rows + 1) / 2;
+#define LNV(K4, P) ln_vec_kernel<K4, P><<<(np + wpb * P - 1) / (wpb * P), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y)
+    switch (c->ln_vec ? H : 0) { /* pairs per warp: loads in flight where a row is short */
+    case 128: LNV(1, 4); break;
+    case 256: LNV(2, 2); break;
+    case 512: LNV(4, 1); break;
+    case 1024: LNV(8, 1); break;
     default: ln_kernel<<<nb, 32 * wpb, 0, c->st>>>(rows, n, H, X, w, nz, c->pstride, vo, c->pshift, Y); break;
     }
+#undef LNV
     CKL();
     return 0;
 }
@@ -1694,6 +1797,14 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     prof_start(c);
     for (int t0 = 0; t0 < T; t0 += x->tc) {
         const int tc = T - t0 < x->tc ? T - t0 : x->tc, rows = n * tc, rbt = (rows + wpb - 1) / wpb;
+#define EMBV(K4)                                                                                                    \
+    embed_vec_kernel<K4><<<rbt, 32 * wpb, 0, c->st>>>(rows, n, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0, \
+                                                      tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, x->X, x->rz, x->Hs)
+        if (c->ln_vec && H == 128) EMBV(1);
+        else if (c->ln_vec && H == 256) EMBV(2);
+        else if (c->ln_vec && H == 512) EMBV(4);
+        else if (c->ln_vec && H == 1024) EMBV(8);
+        else
         embed_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,
                                                   tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, x->X, x->rz,
                                                   x->Hs);
@@ -1770,7 +1881,12 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         prof_mark(c, P_LN);
         if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
         prof_mark(c, P_HEAD);
-        loss_kernel<<<(n + wpb - 1) / wpb, 32 * wpb, 0, c->st>>>(n, tc, V, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        const int lb = (n + wpb - 1) / wpb;
+        if (c->ln_vec && V == 256) loss_vec_kernel<2><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        else if (c->ln_vec && V == 128) loss_vec_kernel<1><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        else if (c->ln_vec && V == 512) loss_vec_kernel<4><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        else loss_kernel<<<lb, 32 * wpb, 0, c->st>>>(n, tc, V, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+#undef EMBV
         CKL();
         prof_mark(c, P_LOSS);
     }

@@ -3,7 +3,7 @@
  *   cp_async16(smem, gmem, pred), cp_commit(), cp_wait<N>()   16-byte global->LDS copies
  *   mma_s8(c, a, b)      c += A (16x32 s8) x B (32x8 s8), m16n8k32 fragments per 32 lanes
  *   __dp4a(a, b, c)      c + dot of four signed bytes
- *   __shfl_xor_sync(mask, v, o), __syncwarp()   within a 32-lane logical warp
+ *   __shfl_xor_sync(mask, v, o), __shfl_sync(mask, v, src), __syncwarp()   within a 32-lane logical warp
  *
  * What each target gets (chosen from the clang target macros of the device pass):
  *   target               mma_s8                                   __dp4a
@@ -75,6 +75,11 @@ template <class T> __device__ __forceinline__ T egg_shfl_xor_sync(unsigned mask,
     return __shfl_xor(v, lane_mask, 32);
 }
 #define __shfl_xor_sync(mask, v, lane_mask) egg_shfl_xor_sync(mask, v, lane_mask)
+template <class T> __device__ __forceinline__ T egg_shfl_sync(unsigned mask, T v, int src) {
+    (void)mask;
+    return __shfl(v, src, 32);
+}
+#define __shfl_sync(mask, v, src) egg_shfl_sync(mask, v, src)
 
 /* A logical warp lies inside one wavefront, whose lanes run in lockstep and whose
  * memory operations are ordered: only the compiler must not move accesses across. */
