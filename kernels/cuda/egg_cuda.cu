@@ -1256,8 +1256,19 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
     st_words<K4>(x, e);
 }
 
+/* egg_loglik with the bit length from a count-leading-zeros instruction (the
+ * reference walks the bits down one by one); same result for every s >= 1 */
+__device__ __forceinline__ int32_t loglik_dev(int logit_target, uint64_t s) {
+    const int k = 63 - __clzll((long long)s);
+    const uint64_t mant = s << (63 - k);
+    int m = 0;
+#pragma unroll
+    for (int j = 1; j < 16; j++) m += mant >= EGG_LOG2C[j];
+    return (logit_target + 128) - (16 * k + m - 64);
+}
 /* loss_kernel for V = 128 * K4 <= 4096 (a warp's sum of EXP2 < 2^32): word loads,
- * 32-bit sums, two timesteps per iteration, the target's logit by shuffle */
+ * 32-bit sums, two timesteps per iteration, the target's logit by shuffle, and the
+ * log-likelihoods of 32 timesteps computed by the 32 lanes at once */
 template <int K4>
 __global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
                                 int gbase, int m0, int32_t *scores) {
@@ -1269,38 +1280,42 @@ __global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32
     if (m >= n) return;
     const int32_t *tk = tokens + (size_t)((m0 + m) / group - gbase) * rowlen + t0;
     int32_t sc = 0;
-    for (int dt = 0; dt < tc; dt += 2) {
-        const bool two = dt + 1 < tc;
-        w4u l0[K4], l1[K4];
-        ld_words<K4>(l0, logits + ((size_t)dt * n + m) * V + lane * 4 * K4);
-        if (two) ld_words<K4>(l1, logits + ((size_t)(dt + 1) * n + m) * V + lane * 4 * K4);
-        const int tg0 = tk[dt + 1], tg1 = two ? tk[dt + 2] : 0;
-        uint32_t S0 = 0, S1 = 0;
+    for (int base = 0; base < tc; base += 32) {
+        uint32_t myS = 1;
+        int myl = 0;
+        for (int k = 0; k < 32 && base + k < tc; k += 2) {
+            const int dt = base + k;
+            const bool two = dt + 1 < tc;
+            w4u l0[K4], l1[K4];
+            ld_words<K4>(l0, logits + ((size_t)dt * n + m) * V + lane * 4 * K4);
+            if (two) ld_words<K4>(l1, logits + ((size_t)(dt + 1) * n + m) * V + lane * 4 * K4);
+            const int tg0 = tk[dt + 1], tg1 = two ? tk[dt + 2] : 0;
+            uint32_t S0 = 0, S1 = 0;
 #pragma unroll
-        for (int q = 0; q < K4; q++)
+            for (int q = 0; q < K4; q++)
 #pragma unroll
-            for (int c = 0; c < 4; c++) {
-                S0 += exp2s[l0[q].b[c] + 128];
-                if (two) S1 += exp2s[l1[q].b[c] + 128];
+                for (int c = 0; c < 4; c++) {
+                    S0 += exp2s[l0[q].b[c] + 128];
+                    if (two) S1 += exp2s[l1[q].b[c] + 128];
+                }
+            for (int o = 16; o; o >>= 1) {
+                S0 += __shfl_xor_sync(0xffffffffu, S0, o);
+                S1 += __shfl_xor_sync(0xffffffffu, S1, o);
             }
-        for (int o = 16; o; o >>= 1) {
-            S0 += __shfl_xor_sync(0xffffffffu, S0, o);
-            S1 += __shfl_xor_sync(0xffffffffu, S1, o);
-        }
-        /* the target's word from the lane that holds it */
-        int w0 = 0, w1 = 0;
+            int w0 = 0, w1 = 0; /* the target's word, from the lane that holds it */
 #pragma unroll
-        for (int q = 0; q < K4; q++) {
-            if ((tg0 >> 2) % K4 == q) w0 = l0[q].w;
-            if ((tg1 >> 2) % K4 == q) w1 = two ? l1[q].w : 0;
+            for (int q = 0; q < K4; q++) {
+                if ((tg0 >> 2) % K4 == q) w0 = l0[q].w;
+                if ((tg1 >> 2) % K4 == q) w1 = two ? l1[q].w : 0;
+            }
+            w0 = __shfl_sync(0xffffffffu, w0, tg0 / (4 * K4));
+            w1 = __shfl_sync(0xffffffffu, w1, tg1 / (4 * K4));
+            if (lane == k) { myS = S0; myl = (signed char)(w0 >> (8 * (tg0 & 3))); }
+            if (lane == k + 1 && two) { myS = S1; myl = (signed char)(w1 >> (8 * (tg1 & 3))); }
         }
-        w0 = __shfl_sync(0xffffffffu, w0, tg0 / (4 * K4));
-        w1 = __shfl_sync(0xffffffffu, w1, tg1 / (4 * K4));
-        if (lane == 0) {
-            sc += egg_loglik((signed char)(w0 >> (8 * (tg0 & 3))), S0);
-            if (two) sc += egg_loglik((signed char)(w1 >> (8 * (tg1 & 3))), S1);
-        }
+        if (base + lane < tc) sc += loglik_dev(myl, myS);
     }
+    for (int o = 16; o; o >>= 1) sc += __shfl_xor_sync(0xffffffffu, sc, o);
     if (lane == 0) scores[m] += sc;
 }
 
@@ -1338,9 +1353,12 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
     const int p = blockIdx.y;
     const uint32_t len = kind == EGG_T_VEC ? 2u * (uint32_t)N : (is_emb ? (uint32_t)(r * K) : (uint32_t)(r * (N + K)));
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ uint64_t skey; /* the pair's key, once per block (three mix64 rounds) */
+    if (threadIdx.x == 0) skey = egg_noise_key(seed, epoch, id, p0 + (uint32_t)p);
+    __syncthreads();
     if (p >= np || i >= len) return;
     uint32_t dst = i; /* position in the blob: B of non-embedding matrices starts at a_span(r, N) */
-    const uint64_t key = egg_noise_key(seed, epoch, id, p0 + (uint32_t)p);
+    const uint64_t key = skey;
     const uint32_t rN = (uint32_t)(r * N);
     uint32_t idx;
     if (kind == EGG_T_VEC) idx = i;
