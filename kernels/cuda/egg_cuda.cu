@@ -2199,7 +2199,7 @@ static void cuda_destroy(egg_backend *be) {
 extern "C" double egg_cuda_mma_peak_tops(int dev) {
     const int n = 8192;
     int8_t *x = NULL, *w = NULL, *y = NULL;
-    int *probe = NULL, have = 0;
+    int *probe = NULL;
     if (cudaSetDevice(dev) != cudaSuccess || cudaMalloc(&x, (size_t)n * n) != cudaSuccess ||
         cudaMalloc(&w, (size_t)n * n) != cudaSuccess || cudaMalloc(&y, (size_t)n * n) != cudaSuccess ||
         cudaMalloc(&probe, sizeof(int)) != cudaSuccess) {
@@ -2210,6 +2210,7 @@ extern "C" double egg_cuda_mma_peak_tops(int dev) {
     cudaMemset(w, 5, (size_t)n * n);
     cudaMemset(probe, 0, sizeof(int));
 #ifdef EGG_MMP
+    int have = 0;
     wgmma_probe<<<1, 1>>>(probe);
     cudaMemcpy(&have, probe, sizeof(int), cudaMemcpyDeviceToHost);
 #endif
@@ -2230,7 +2231,6 @@ extern "C" double egg_cuda_mma_peak_tops(int dev) {
         grid = dim3((unsigned)((occ > 0 ? occ : 1) * nsm));
     }
 #endif
-    (void)have;
     auto go = [&]() {
 #ifdef EGG_MMP
         if (have) { mmp_kernel<MODE_PLAIN, 0><<<grid, NTHREADS, smem>>>(a); return; }
