@@ -49,7 +49,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow; EGG_CUDA_LNVEC=0
 # selects the byte-per-lane kernels.
 # On an sm_90a build the recurrence at hidden 128/256 is one fused kernel per timestep; EGG_CUDA_RSTEP=0
-# selects the two per-timestep GEMMs instead.
+# selects the two per-timestep GEMMs instead. At hidden 256 a chunk's whole recurrence is one launch
+# (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136 blocks on 132 SMs);
+# EGG_CUDA_RCHUNK=0 selects the per-timestep kernel.
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -68,6 +70,8 @@ configs=(
   "h256-r1-no-mmp-byte-ln|--hidden 256 --layers 2 --rank 1 --pop 130 --seq 6|EGG_CUDA_MMP=0 EGG_CUDA_LNVEC=0"
   "h1024-l1-r1|--hidden 1024 --layers 1 --rank 1 --pop 6 --seq 4"
   "h128-r1-multitile|--hidden 128 --layers 2 --rank 1 --pop 1024 --seq 20"
+  "h256-r1-rstep|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 7|EGG_CUDA_RCHUNK=0"
+  "h256-r1-rchunk-2-row-blocks-per-sm|--hidden 256 --layers 1 --rank 1 --pop 8704 --seq 5|EGG_CUDA_TCHUNK=2"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

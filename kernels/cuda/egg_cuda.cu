@@ -1017,6 +1017,190 @@ __global__ void __launch_bounds__(NTHREADS, 2) rstep_kernel(RecStep a) {
     (void)a; /* not launched: the host checks wgmma_probe first */
 #endif
 }
+/* The recurrence of one layer over a whole chunk of timesteps at H = 256 (sm_90a,
+ * rank <= 1): one CTA per SM (512 threads, four warpgroups splitting N) keeps Uf
+ * and Uh (128 KB) resident in shared memory and walks row blocks of 64 members;
+ * a row block's state h stays in shared memory from the chunk's first timestep to
+ * its last, and each timestep runs the same two phases as rstep_kernel without
+ * streaming any weight. Wf.x and Wh.x of the timestep load (cp.async) under the
+ * phase-0 MMAs. Same integer operations as rstep_kernel. */
+struct RecChunk {
+    const int8_t *Uf, *Uh, *bf, *bh;
+    const int8_t *noise; size_t pstride, off_uf, off_uh, off_bf, off_bh;
+    const int8_t *TF, *TH, *X; /* [tc][n][H] */
+    const uint8_t *rz;         /* [tc][n]; rz0: n zeros (after the last timestep) */
+    const uint8_t *rz0;
+    int8_t *Hs, *R;            /* state [n][H]; output [tc][n][H] */
+    int n, tc, s, pshift;
+};
+#define RC_H 256
+#define RC_THREADS 512
+__host__ __device__ constexpr int rchunk_smem_bytes() {
+    /* Wf, Wh: [4][256][64] swizzled; Xh, Gs, Fs: [4][64][64] swizzled; As: [2][32][256]; TFs, THs: [64][256]; ts */
+    return 2 * RC_H * RC_H + 3 * RBM * RC_H + RBM * RC_H + 2 * RBM * RC_H + RBM * 4;
+}
+template <int R>
+__global__ void __launch_bounds__(RC_THREADS, 1) rchunk_kernel(RecChunk a) {
+#ifdef MMP_WGMMA
+    constexpr int H = RC_H, KT = H / 64, NW = H / 4, NT = RC_THREADS;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H, *Xh = Whs + H * H, *Gs = Xh + RBM * H, *Fs = Gs + RBM * H;
+    int8_t *As = Fs + RBM * H, *TFs = As + RBM * H, *THs = TFs + RBM * H;
+    int *ts = (int *)(THs + RBM * H);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    const int wg = warp >> 2, w4 = warp & 3, n = a.n, s = a.s, ps = a.pshift;
+    auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
+    /* resident weights: k-slice kt of row o at kt * H * 64 + wg_off(o, chunk) */
+    for (int ch = tid; ch < 2 * H * H / 16; ch += NT) {
+        const int mat = ch / (H * H / 16), rem = ch % (H * H / 16), o = rem / (H / 16), col = (rem % (H / 16)) * 16;
+        cp_async16((mat ? Whs : Wfs) + (col >> 6) * H * 64 + wg_off(o, (col >> 4) & 3), (mat ? a.Uh : a.Uf) + (size_t)o * H + col, true);
+    }
+    cp_commit();
+    const int nrb = (n + RBM - 1) / RBM, col = (tid % (H / 16)) * 16;
+    bytes16 bfv, bhv;
+    bfv.v = __ldg((const int4 *)(a.bf + col));
+    bhv.v = __ldg((const int4 *)(a.bh + col));
+    auto row_t = [&](const int8_t *Op, size_t off, int m0) { /* 8 threads per row */
+        const int row = tid >> 3, q = tid & 7, gm = m0 + row;
+        int t = 0;
+        if (R > 0 && gm < n) {
+            const int8_t *B = a.noise + (size_t)(gm >> 1) * a.pstride + off + a_span(1, H);
+#pragma unroll
+            for (int k = q * (H / 8); k < (q + 1) * (H / 8); k += 16) {
+                const int4 xv = *(const int4 *)(Op + sw(row, k)), bv = __ldg((const int4 *)(B + k));
+                t = __dp4a(xv.x, bv.x, t); t = __dp4a(xv.y, bv.y, t); t = __dp4a(xv.z, bv.z, t); t = __dp4a(xv.w, bv.w, t);
+            }
+        }
+        t += __shfl_xor_sync(0xffffffffu, t, 1);
+        t += __shfl_xor_sync(0xffffffffu, t, 2);
+        t += __shfl_xor_sync(0xffffffffu, t, 4);
+        if (q == 0) ts[row] = (gm & 1) ? -t : t;
+    };
+    auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) {
+#pragma unroll
+        for (int i = 0; i < NW / 2; i++) d[i] = 0;
+        const unsigned xa = (unsigned)__cvta_generic_to_shared(Op), wb = (unsigned)__cvta_generic_to_shared(Ws) + wg * NW * 64;
+        wg_fence();
+#pragma unroll
+        for (int kt = 0; kt < KT; kt++) {
+            wg_mma_s8(d, wg_desc(xa + kt * RBM * 64), wg_desc(wb + kt * H * 64));
+            wg_mma_s8(d, wg_desc(xa + kt * RBM * 64 + 32), wg_desc(wb + kt * H * 64 + 32));
+        }
+        wg_commit();
+    };
+    /* accumulators -> int8 MM results y at Ys (A rows of the pairs at Ap) */
+    auto frag = [&](const int (&d)[NW / 2], int8_t *Ys, const int8_t *Ap) {
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            const int row = w4 * 16 + gid + hr * 8;
+            const int t = R > 0 ? ts[row] : 0;
+#pragma unroll
+            for (int jn = 0; jn < NW / 8; jn++) {
+                const int c0 = wg * NW + jn * 8 + tig * 2;
+                const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
+                int u0 = v0 >> s, u1 = v1 >> s;
+                if (R > 0) {
+                    const char2 A = *(const char2 *)(Ap + (row >> 1) * H + c0);
+                    u0 = (v0 + ((t * A.x) >> ps)) >> s;
+                    u1 = (v1 + ((t * A.y) >> ps)) >> s;
+                }
+                *(unsigned short *)(Ys + sw(row, c0)) = (unsigned short)pack2_clip8(u0, u1);
+            }
+        }
+    };
+    int d[NW / 2];
+    for (int rb = blockIdx.x; rb < nrb; rb += gridDim.x) {
+        const int m0 = rb * RBM;
+        __syncthreads(); /* the previous row block is done with Xh, As */
+        for (int ch = tid; ch < RBM * H / 16; ch += NT) {
+            const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
+            cp_async16(Xh + sw(row, c), gm < n ? a.Hs + (size_t)gm * H + c : a.Hs, gm < n);
+            if (R > 0) {
+                const int ph = row >> 5, p = row & 31, gp = m0 + 2 * p;
+                const int8_t *src = a.noise + (gp < n ? (size_t)(gp >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c : 0);
+                cp_async16(As + (ph * 32 + p) * H + c, src, gp < n);
+            }
+        }
+        cp_commit();
+        cp_wait<0>();
+        __syncthreads();
+        for (int t = 0; t < a.tc; t++) {
+            const size_t tb = (size_t)t * n * H;
+            for (int ch = tid; ch < RBM * H / 16; ch += NT) { /* this timestep's Wf.x, Wh.x */
+                const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
+                cp_async16(TFs + row * H + c, gm < n ? a.TF + tb + (size_t)gm * H + c : a.TF, gm < n);
+                cp_async16(THs + row * H + c, gm < n ? a.TH + tb + (size_t)gm * H + c : a.TH, gm < n);
+            }
+            cp_commit();
+            fence_proxy_async(); /* Xh (state) written by this thread's last pass, next read by the tensor cores */
+            __syncthreads();
+            const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
+#pragma unroll 1
+            for (int ph = 0; ph < 2; ph++) {
+                mma(d, ph ? Gs : Xh, ph ? Whs : Wfs);
+                row_t(ph ? Gs : Xh, ph ? a.off_uh : a.off_uf, m0);
+                wg_wait<0>();
+                __syncthreads(); /* ts complete; phase 1: both warpgroups done reading g */
+                frag(d, ph ? Gs : Fs, As + ph * 32 * H);
+                cp_wait<0>();
+                __syncthreads();
+                const size_t voff = ph ? a.off_bh : a.off_bf;
+#pragma unroll
+                for (int q = 0; q < RBM * H / 16 / NT; q++) {
+                    const int row = (tid + q * NT) / (H / 16), gm = m0 + row;
+                    if (gm >= n) continue;
+                    const size_t gi = tb + (size_t)gm * H + col;
+                    bytes16 y, e, n1, n2, h, f, xr, o1, o2;
+                    y.v = *(const int4 *)((ph ? Gs : Fs) + sw(row, col));
+                    h.v = *(const int4 *)(Xh + sw(row, col));
+                    e.v = *(const int4 *)((ph ? THs : TFs) + row * H + col);
+                    if (R > 0) {
+                        const int8_t *nv = a.noise + (size_t)(gm >> 1) * a.pstride + voff + col;
+                        n1.v = __ldg((const int4 *)nv);
+                        n2.v = __ldg((const int4 *)(nv + H));
+                    }
+                    if (ph) {
+                        f.v = *(const int4 *)(Fs + sw(row, col));
+                        xr.v = __ldg((const int4 *)(a.X + gi));
+                    }
+                    const int sg = (gm & 1) ? -1 : 1;
+                    const bool reset = ph && rzn[gm];
+#pragma unroll
+                    for (int b = 0; b < 16; b++) {
+                        const int bv = ph ? bhv.b[b] : bfv.b[b];
+                        const int bb = R > 0 ? egg_vec_pert(bv, n1.b[b], n2.b[b], sg, ps) : bv;
+                        const int v = clip4(y.b[b] + e.b[b] + bb);
+                        if (ph == 0) {
+                            o1.b[b] = (signed char)v;
+                            o2.b[b] = (signed char)egg_gru_gate(v, h.b[b]);
+                        } else {
+                            const int hp = egg_gru_mix(f.b[b], v, h.b[b]);
+                            o1.b[b] = reset ? 0 : (signed char)hp;
+                            o2.b[b] = (signed char)clip4(hp + xr.b[b]);
+                        }
+                    }
+                    if (ph == 0) {
+                        *(int4 *)(Fs + sw(row, col)) = o1.v;
+                        *(int4 *)(Gs + sw(row, col)) = o2.v;
+                    } else {
+                        *(int4 *)(Xh + sw(row, col)) = o1.v;
+                        *(int4 *)(a.R + gi) = o2.v;
+                    }
+                }
+                fence_proxy_async(); /* g (phase 0) next read by the tensor cores */
+                __syncthreads();
+            }
+        }
+        for (int ch = tid; ch < RBM * H / 16; ch += NT) { /* the state after the chunk */
+            const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
+            if (gm < n) *(int4 *)(a.Hs + (size_t)gm * H + c) = *(const int4 *)(Xh + sw(row, c));
+        }
+    }
+    cp_wait<0>();
+#else
+    (void)a; /* not launched: the host checks wgmma_probe first */
+#endif
+}
 /* 1 where this binary has the sm_90a (wgmma) kernels for the running GPU */
 __global__ void wgmma_probe(int *out) {
 #ifdef MMP_WGMMA
@@ -1652,6 +1836,7 @@ struct CudaImpl {
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
     int smem, nsm;
+    int rchunk;               /* H = 256: the chunk's recurrence in one launch, Uf/Uh resident (EGG_CUDA_RCHUNK=0: per timestep) */
     int rstep;                /* the fused recurrence step (sm_90a build on a 9.x GPU; EGG_CUDA_RSTEP=0: two GEMMs) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
@@ -1854,7 +2039,26 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             }
 #endif
             const bool fused = !c->recur && c->rstep && (H == 128 || H == 256) && (!noisy || c->r <= 1), ln2_fused = fused && H == 128;
-            for (int dt = 0; dt < tc && !c->recur; dt++) {
+#ifdef EGG_MMP
+            const bool chunked = fused && H == RC_H && c->rchunk;
+            if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
+                RecChunk rc2;
+                memset(&rc2, 0, sizeof rc2);
+                rc2.Uf = tp(c, id0 + EGG_L_UF); rc2.Uh = tp(c, id0 + EGG_L_UH); rc2.bf = tp(c, id0 + EGG_L_BF); rc2.bh = tp(c, id0 + EGG_L_BH);
+                rc2.noise = nz; rc2.pstride = c->pstride;
+                rc2.off_uf = c->noff[id0 + EGG_L_UF]; rc2.off_uh = c->noff[id0 + EGG_L_UH];
+                rc2.off_bf = c->noff[id0 + EGG_L_BF]; rc2.off_bh = c->noff[id0 + EGG_L_BH];
+                rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0;
+                rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
+                const int nrb = (n + RBM - 1) / RBM, nb = nrb < c->nsm ? nrb : c->nsm;
+                if (nz) rchunk_kernel<1><<<nb, RC_THREADS, rchunk_smem_bytes(), c->st>>>(rc2);
+                else rchunk_kernel<0><<<nb, RC_THREADS, rchunk_smem_bytes(), c->st>>>(rc2);
+                CKL();
+            }
+#else
+            const bool chunked = false;
+#endif
+            for (int dt = 0; dt < tc && !c->recur && !chunked; dt++) {
                 const size_t o = (size_t)dt * nh;
 #ifdef EGG_MMP
                 if (fused) {
@@ -2358,6 +2562,12 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaFuncSetAttribute(rstep_kernel<NW, R>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
             RSTEP_ATTR(128, 0) RSTEP_ATTR(128, 1) RSTEP_ATTR(64, 0) RSTEP_ATTR(64, 1)
 #undef RSTEP_ATTR
+            const char *ec = getenv("EGG_CUDA_RCHUNK");
+            c->rchunk = !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes() <= prop.sharedMemPerBlockOptin;
+            if (c->rchunk) {
+                CK(cudaFuncSetAttribute(rchunk_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, rchunk_smem_bytes()));
+                CK(cudaFuncSetAttribute(rchunk_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, rchunk_smem_bytes()));
+            }
         }
     }
 #endif
