@@ -49,9 +49,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow; EGG_CUDA_LNVEC=0
 # selects the byte-per-lane kernels.
 # On an sm_90a build the recurrence at hidden 128/256 is one fused kernel per timestep; EGG_CUDA_RSTEP=0
-# selects the two per-timestep GEMMs instead. At hidden 256 a chunk's whole recurrence is one launch
-# (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136 blocks on 132 SMs);
-# EGG_CUDA_RCHUNK=0 selects the per-timestep kernel.
+# selects the two per-timestep GEMMs instead. At hidden 128/256 a chunk's whole recurrence is one
+# launch (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136 blocks on 132
+# SMs); EGG_CUDA_RCHUNK=0 selects the per-timestep fused kernel.
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -71,6 +71,8 @@ configs=(
   "h1024-l1-r1|--hidden 1024 --layers 1 --rank 1 --pop 6 --seq 4"
   "h128-r1-multitile|--hidden 128 --layers 2 --rank 1 --pop 1024 --seq 20"
   "h256-r1-rstep|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 7|EGG_CUDA_RCHUNK=0"
+  "h128-r1-rstep|--hidden 128 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_RCHUNK=0"
+  "h128-r1-rchunk-chunked-resets|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 9 --data $T/t.bin|EGG_CUDA_TCHUNK=4"
   "h256-r1-rchunk-2-row-blocks-per-sm|--hidden 256 --layers 1 --rank 1 --pop 8704 --seq 5|EGG_CUDA_TCHUNK=2"
 )
 for gb in $gpus; do

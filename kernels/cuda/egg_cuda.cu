@@ -1017,13 +1017,15 @@ __global__ void __launch_bounds__(NTHREADS, 2) rstep_kernel(RecStep a) {
     (void)a; /* not launched: the host checks wgmma_probe first */
 #endif
 }
-/* The recurrence of one layer over a whole chunk of timesteps at H = 256 (sm_90a,
- * rank <= 1): one CTA per SM (512 threads, four warpgroups splitting N) keeps Uf
- * and Uh (128 KB) resident in shared memory and walks row blocks of 64 members;
+/* The recurrence of one layer over a whole chunk of timesteps at H = 128 or 256
+ * (sm_90a, rank <= 1): a CTA (H/64 warpgroups splitting N, 64 columns each; one
+ * CTA per SM at H = 256, two at H = 128) keeps Uf and Uh (2 H^2 bytes) resident
+ * in shared memory and walks row blocks of 64 members;
  * a row block's state h stays in shared memory from the chunk's first timestep to
  * its last, and each timestep runs the same two phases as rstep_kernel without
  * streaming any weight. Wf.x and Wh.x of the timestep load (cp.async) under the
- * phase-0 MMAs. Same integer operations as rstep_kernel. */
+ * phase-0 MMAs; at H = 128 the pass after phase 1 also applies the next EGG-LN
+ * (as rstep_kernel does). Same integer operations as rstep_kernel. */
 struct RecChunk {
     const int8_t *Uf, *Uh, *bf, *bh;
     const int8_t *noise; size_t pstride, off_uf, off_uh, off_bf, off_bh;
@@ -1031,18 +1033,19 @@ struct RecChunk {
     const uint8_t *rz;         /* [tc][n]; rz0: n zeros (after the last timestep) */
     const uint8_t *rz0;
     int8_t *Hs, *R;            /* state [n][H]; output [tc][n][H] */
+    const int8_t *ln; size_t off_ln; int8_t *XN; /* H = 128: ln2, XN = LN(R) [tc][n][H] */
     int n, tc, s, pshift;
 };
-#define RC_H 256
-#define RC_THREADS 512
-__host__ __device__ constexpr int rchunk_smem_bytes() {
-    /* Wf, Wh: [4][256][64] swizzled; Xh, Gs, Fs: [4][64][64] swizzled; As: [2][32][256]; TFs, THs: [64][256]; ts */
-    return 2 * RC_H * RC_H + 3 * RBM * RC_H + RBM * RC_H + 2 * RBM * RC_H + RBM * 4;
+template <int H> __host__ __device__ constexpr int rchunk_threads() { return 128 * (H / 64); }
+template <int H> __host__ __device__ constexpr int rchunk_smem_bytes() {
+    /* Wf, Wh: [H/64][H][64] swizzled; Xh, Gs, Fs: [H/64][64][64] swizzled; As: [2][32][H]; TFs, THs: [64][H]; ts */
+    return 2 * H * H + 3 * RBM * H + RBM * H + 2 * RBM * H + RBM * 4;
 }
-template <int R>
-__global__ void __launch_bounds__(RC_THREADS, 1) rchunk_kernel(RecChunk a) {
+template <int H, int R>
+__global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
-    constexpr int H = RC_H, KT = H / 64, NW = H / 4, NT = RC_THREADS;
+    constexpr int KT = H / 64, NW = 64, NT = rchunk_threads<H>(), TPR = NT / RBM; /* threads per row */
+    constexpr bool LN2 = H == 128;
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H, *Xh = Whs + H * H, *Gs = Xh + RBM * H, *Fs = Gs + RBM * H;
     int8_t *As = Fs + RBM * H, *TFs = As + RBM * H, *THs = TFs + RBM * H;
@@ -1057,23 +1060,23 @@ __global__ void __launch_bounds__(RC_THREADS, 1) rchunk_kernel(RecChunk a) {
     }
     cp_commit();
     const int nrb = (n + RBM - 1) / RBM, col = (tid % (H / 16)) * 16;
-    bytes16 bfv, bhv;
+    bytes16 bfv, bhv, lw;
     bfv.v = __ldg((const int4 *)(a.bf + col));
     bhv.v = __ldg((const int4 *)(a.bh + col));
-    auto row_t = [&](const int8_t *Op, size_t off, int m0) { /* 8 threads per row */
-        const int row = tid >> 3, q = tid & 7, gm = m0 + row;
+    if (LN2) lw.v = __ldg((const int4 *)(a.ln + col));
+    auto row_t = [&](const int8_t *Op, size_t off, int m0) { /* TPR threads per row */
+        const int row = tid / TPR, q = tid % TPR, gm = m0 + row;
         int t = 0;
         if (R > 0 && gm < n) {
             const int8_t *B = a.noise + (size_t)(gm >> 1) * a.pstride + off + a_span(1, H);
 #pragma unroll
-            for (int k = q * (H / 8); k < (q + 1) * (H / 8); k += 16) {
+            for (int k = q * (H / TPR); k < (q + 1) * (H / TPR); k += 16) {
                 const int4 xv = *(const int4 *)(Op + sw(row, k)), bv = __ldg((const int4 *)(B + k));
                 t = __dp4a(xv.x, bv.x, t); t = __dp4a(xv.y, bv.y, t); t = __dp4a(xv.z, bv.z, t); t = __dp4a(xv.w, bv.w, t);
             }
         }
-        t += __shfl_xor_sync(0xffffffffu, t, 1);
-        t += __shfl_xor_sync(0xffffffffu, t, 2);
-        t += __shfl_xor_sync(0xffffffffu, t, 4);
+#pragma unroll
+        for (int o = 1; o < TPR; o <<= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
         if (q == 0) ts[row] = (gm & 1) ? -t : t;
     };
     auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) {
@@ -1145,26 +1148,26 @@ __global__ void __launch_bounds__(RC_THREADS, 1) rchunk_kernel(RecChunk a) {
                 cp_wait<0>();
                 __syncthreads();
                 const size_t voff = ph ? a.off_bh : a.off_bf;
-#pragma unroll
-                for (int q = 0; q < RBM * H / 16 / NT; q++) {
+#pragma unroll 1
+                for (int q = 0; q < RBM * H / 16 / NT; q++) { /* no early exit: the LN reduces over a row's lanes */
                     const int row = (tid + q * NT) / (H / 16), gm = m0 + row;
-                    if (gm >= n) continue;
-                    const size_t gi = tb + (size_t)gm * H + col;
+                    const bool ok = gm < n;
+                    const size_t gi = tb + (size_t)(ok ? gm : 0) * H + col;
+                    const int8_t *blob = a.noise + (R > 0 && ok ? (size_t)(gm >> 1) * a.pstride : 0);
                     bytes16 y, e, n1, n2, h, f, xr, o1, o2;
                     y.v = *(const int4 *)((ph ? Gs : Fs) + sw(row, col));
                     h.v = *(const int4 *)(Xh + sw(row, col));
                     e.v = *(const int4 *)((ph ? THs : TFs) + row * H + col);
                     if (R > 0) {
-                        const int8_t *nv = a.noise + (size_t)(gm >> 1) * a.pstride + voff + col;
-                        n1.v = __ldg((const int4 *)nv);
-                        n2.v = __ldg((const int4 *)(nv + H));
+                        n1.v = __ldg((const int4 *)(blob + voff + col));
+                        n2.v = __ldg((const int4 *)(blob + voff + H + col));
                     }
                     if (ph) {
                         f.v = *(const int4 *)(Fs + sw(row, col));
                         xr.v = __ldg((const int4 *)(a.X + gi));
                     }
                     const int sg = (gm & 1) ? -1 : 1;
-                    const bool reset = ph && rzn[gm];
+                    const bool reset = ph && ok && rzn[gm];
 #pragma unroll
                     for (int b = 0; b < 16; b++) {
                         const int bv = ph ? bhv.b[b] : bfv.b[b];
@@ -1184,7 +1187,31 @@ __global__ void __launch_bounds__(RC_THREADS, 1) rchunk_kernel(RecChunk a) {
                         *(int4 *)(Gs + sw(row, col)) = o2.v;
                     } else {
                         *(int4 *)(Xh + sw(row, col)) = o1.v;
-                        *(int4 *)(a.R + gi) = o2.v;
+                        if (ok) *(int4 *)(a.R + gi) = o2.v;
+                        if (LN2) { /* EGG-LN of the row R over its H/16 lanes (as rstep_kernel) */
+                            int sa = 0;
+#pragma unroll
+                            for (int w = 0; w < 4; w++) {
+                                w4u u;
+                                u.w = (&o2.v.x)[w];
+                                sa += abs_sum4(u);
+                            }
+#pragma unroll
+                            for (int o = 1; o < H / 16; o <<= 1) sa += __shfl_xor_sync(0xffffffffu, sa, o);
+                            const int32_t dd = egg_ln_div(sa, H);
+                            const egg_div16 dv = egg_div16_make(dd > 1 ? dd : 2);
+                            bytes16 l1, l2, xo;
+                            if (R > 0) {
+                                l1.v = __ldg((const int4 *)(blob + a.off_ln + col));
+                                l2.v = __ldg((const int4 *)(blob + a.off_ln + H + col));
+                            }
+#pragma unroll
+                            for (int b = 0; b < 16; b++) {
+                                const int wv = R > 0 ? egg_vec_pert(lw.b[b], l1.b[b], l2.b[b], sg, ps) : lw.b[b];
+                                xo.b[b] = (signed char)ln_apply(o2.b[b], wv, dd, dv);
+                            }
+                            if (ok) *(int4 *)(a.XN + gi) = xo.v;
+                        }
                     }
                 }
                 fence_proxy_async(); /* g (phase 0) next read by the tensor cores */
@@ -1836,7 +1863,8 @@ struct CudaImpl {
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
     int smem, nsm;
-    int rchunk;               /* H = 256: the chunk's recurrence in one launch, Uf/Uh resident (EGG_CUDA_RCHUNK=0: per timestep) */
+    int rchunk;               /* H = 128/256: the chunk's recurrence in one launch, Uf/Uh resident (EGG_CUDA_RCHUNK=0: per timestep) */
+    int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
     int rstep;                /* the fused recurrence step (sm_90a build on a 9.x GPU; EGG_CUDA_RSTEP=0: two GEMMs) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
@@ -2040,7 +2068,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
 #endif
             const bool fused = !c->recur && c->rstep && (H == 128 || H == 256) && (!noisy || c->r <= 1), ln2_fused = fused && H == 128;
 #ifdef EGG_MMP
-            const bool chunked = fused && H == RC_H && c->rchunk;
+            const bool chunked = fused && (H == 256 || H == 128) && c->rchunk;
             if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
                 RecChunk rc2;
                 memset(&rc2, 0, sizeof rc2);
@@ -2050,9 +2078,12 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 rc2.off_bf = c->noff[id0 + EGG_L_BF]; rc2.off_bh = c->noff[id0 + EGG_L_BH];
                 rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0;
                 rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
-                const int nrb = (n + RBM - 1) / RBM, nb = nrb < c->nsm ? nrb : c->nsm;
-                if (nz) rchunk_kernel<1><<<nb, RC_THREADS, rchunk_smem_bytes(), c->st>>>(rc2);
-                else rchunk_kernel<0><<<nb, RC_THREADS, rchunk_smem_bytes(), c->st>>>(rc2);
+                rc2.ln = tp(c, id0 + EGG_L_LN2); rc2.off_ln = c->noff[id0 + EGG_L_LN2]; rc2.XN = x->XN;
+                const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
+                if (H == 256 && nz) rchunk_kernel<256, 1><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
+                else if (H == 256) rchunk_kernel<256, 0><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
+                else if (nz) rchunk_kernel<128, 1><<<nb, rchunk_threads<128>(), rchunk_smem_bytes<128>(), c->st>>>(rc2);
+                else rchunk_kernel<128, 0><<<nb, rchunk_threads<128>(), rchunk_smem_bytes<128>(), c->st>>>(rc2);
                 CKL();
             }
 #else
@@ -2563,10 +2594,16 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             RSTEP_ATTR(128, 0) RSTEP_ATTR(128, 1) RSTEP_ATTR(64, 0) RSTEP_ATTR(64, 1)
 #undef RSTEP_ATTR
             const char *ec = getenv("EGG_CUDA_RCHUNK");
-            c->rchunk = !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes() <= prop.sharedMemPerBlockOptin;
+            c->rchunk = !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
             if (c->rchunk) {
-                CK(cudaFuncSetAttribute(rchunk_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, rchunk_smem_bytes()));
-                CK(cudaFuncSetAttribute(rchunk_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, rchunk_smem_bytes()));
+#define RCHUNK_ATTR(HH, R) CK(cudaFuncSetAttribute(rchunk_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rchunk_smem_bytes<HH>()));
+                RCHUNK_ATTR(256, 0) RCHUNK_ATTR(256, 1) RCHUNK_ATTR(128, 0) RCHUNK_ATTR(128, 1)
+#undef RCHUNK_ATTR
+                int o1 = 0, o2 = 0;
+                CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o1, rchunk_kernel<128, 1>, rchunk_threads<128>(), rchunk_smem_bytes<128>()));
+                CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o2, rchunk_kernel<256, 1>, rchunk_threads<256>(), rchunk_smem_bytes<256>()));
+                c->rchunk_ctas[0] = (o1 > 0 ? o1 : 1) * c->nsm;
+                c->rchunk_ctas[1] = (o2 > 0 ? o2 : 1) * c->nsm;
             }
         }
     }
