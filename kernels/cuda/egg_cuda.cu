@@ -1887,7 +1887,7 @@ struct CudaImpl {
     long long pn[16];
 };
 enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_LN2, P_UP, P_DOWN, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
-static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "recurrence (per timestep)", "ln2", "mm up", "mm down+res", "mm head",
+static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "recurrence", "ln2", "mm up", "mm down+res", "mm head",
                                  "loss", "noise", "upd operands", "upd gemm", "upd vectors"};
 static void prof_mark(CudaImpl *c, int cat) {
     if (!c->prof) return;
