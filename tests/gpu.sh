@@ -40,18 +40,15 @@ done
 if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends: $backends)"; finish; fi
 
 # name | args [| environment of the GPU run]  (partial tiles: pops not multiples of 128; rank 1..4;
-# hidden 32..512; layers 1..6). EGG_CUDA_TCHUNK=4 splits the 10 timesteps into chunks 4+4+2, with
+# hidden 32..1024; layers 1..6). EGG_CUDA_TCHUNK=k splits the timesteps into chunks of k, with
 # token-0 state resets inside and at the edges of chunks (the token file has ~1/301 zeros).
-# The recurrence runs as two GEMMs per timestep; EGG_CUDA_RECUR=1 selects the experimental
-# persistent kernel (one launch per layer and chunk, hidden <= 384 on H100), which must match too.
-# The forward's big GEMMs at rank <= 1 run in a persistent kernel (mmp); EGG_CUDA_MMP=n caps its
-# CTAs so each walks many tiles (the pipeline crosses tile boundaries), EGG_CUDA_MMP=0 turns it off.
-# EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow; EGG_CUDA_LNVEC=0
-# selects the byte-per-lane kernels.
-# On an sm_90a build the recurrence at hidden 128/256 is one fused kernel per timestep; EGG_CUDA_RSTEP=0
-# selects the two per-timestep GEMMs instead. At hidden 128/256 a chunk's whole recurrence is one
-# launch (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136 blocks on 132
-# SMs); EGG_CUDA_RCHUNK=0 selects the per-timestep fused kernel.
+# Paths, each of which must match the CPU: the forward's big GEMMs at rank <= 1 run in a persistent
+# kernel (mmp; EGG_CUDA_MMP=n caps its CTAs so each walks many tiles, EGG_CUDA_MMP=0 uses the
+# per-tile kernel); on an sm_90a build the recurrence at hidden 128/256 (rank <= 1) is one kernel
+# per layer and chunk (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136
+# blocks on 132 SMs), EGG_CUDA_RCHUNK=0 and every other shape use two GEMMs per timestep;
+# EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow
+# (EGG_CUDA_LNVEC=0: the byte-per-lane kernels).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -62,16 +59,14 @@ configs=(
   "h160-l1-r2-sigma2|--hidden 160 --layers 1 --rank 2 --pop 42 --seq 9 --sigma-shift 2 --alpha 0.5"
   "tokens-v301|--hidden 64 --layers 2 --rank 1 --pop 34 --seq 12 --data $T/t.bin"
   "tokens-chunked|--hidden 96 --layers 3 --rank 2 --pop 130 --seq 10 --data $T/t.bin|EGG_CUDA_TCHUNK=4"
-  "tokens-chunked-persistent|--hidden 96 --layers 3 --rank 2 --pop 130 --seq 10 --data $T/t.bin|EGG_CUDA_TCHUNK=4 EGG_CUDA_RECUR=1"
-  "h256-r4-persistent|--hidden 256 --layers 2 --rank 4 --pop 258 --seq 7|EGG_CUDA_RECUR=1"
-  "h384-r1-persistent|--hidden 384 --layers 2 --rank 1 --pop 258 --seq 7|EGG_CUDA_RECUR=1"
-  "h128-r1-mmp-3ctas-no-rstep|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 9|EGG_CUDA_MMP=3 EGG_CUDA_RSTEP=0"
+  "h256-l2-r4|--hidden 256 --layers 2 --rank 4 --pop 258 --seq 7"
+  "h384-r1|--hidden 384 --layers 2 --rank 1 --pop 258 --seq 7"
+  "h128-r1-mmp-3ctas-gemm-recurrence|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 9|EGG_CUDA_MMP=3 EGG_CUDA_RCHUNK=0"
   "h96-r1-mmp-2ctas-chunked|--hidden 96 --layers 2 --rank 1 --pop 66 --seq 10|EGG_CUDA_MMP=2 EGG_CUDA_TCHUNK=3"
   "h256-r1-no-mmp-byte-ln|--hidden 256 --layers 2 --rank 1 --pop 130 --seq 6|EGG_CUDA_MMP=0 EGG_CUDA_LNVEC=0"
   "h1024-l1-r1|--hidden 1024 --layers 1 --rank 1 --pop 6 --seq 4"
   "h128-r1-multitile|--hidden 128 --layers 2 --rank 1 --pop 1024 --seq 20"
-  "h256-r1-rstep|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 7|EGG_CUDA_RCHUNK=0"
-  "h128-r1-rstep|--hidden 128 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_RCHUNK=0"
+  "h256-r1-gemm-recurrence|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 7|EGG_CUDA_RCHUNK=0"
   "h128-r1-rchunk-chunked-resets|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 9 --data $T/t.bin|EGG_CUDA_TCHUNK=4"
   "h256-r1-rchunk-2-row-blocks-per-sm|--hidden 256 --layers 1 --rank 1 --pop 8704 --seq 5|EGG_CUDA_TCHUNK=2"
 )

@@ -1,7 +1,10 @@
 /* egg_cuda.cu — the CUDA backend: population forward on int8 tensor cores
- * (mma.sync m16n8k32 s8 -> s32) with the rank-r perturbation, biases, gates
- * and residuals fused into each GEMM's epilogue, and the EGGROLL update as a
- * tensor-core GEMM over the pair dimension with a threshold epilogue.
+ * (wgmma m64nNk32 on sm_90a, mma.sync m16n8k32 elsewhere; s8 -> s32) with the
+ * rank-r perturbation, biases, gates and residuals fused into each GEMM's
+ * epilogue, the minGRU recurrence of a chunk of timesteps fused into one kernel
+ * on sm_90a, and the EGGROLL update as a tensor-core GEMM over the pair
+ * dimension with a threshold epilogue. Also compiled by hipcc for AMD
+ * (kernels/hip/egg_hip.cpp), without the sm_90a kernels.
  *
  * Every integer operation is the one in src/egg_math.h, so per-member scores
  * and updated weights equal the CPU reference bit for bit (make test-gpu).
@@ -817,215 +820,23 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
     cp_wait<0>();
 }
 
-/* ------------------------------------------------ fused recurrence step */
-/* One timestep of one layer's minGRU, H = 2 * NW (128 or 256), on sm_90a: a CTA
- * owns RBM members' rows and all H columns (warpgroup w the columns w*NW..) and runs
- *   f = clip(Uf.h + Wf.x + bf), g = gate(f, h)            (phase 0)
+/* ------------------------------------------------ fused recurrence */
+#define RBM 64 /* members per row block */
+/* The minGRU recurrence of one layer over a whole chunk of timesteps at H = 128
+ * or 256 (sm_90a, rank <= 1): a CTA (H/64 warpgroups splitting N, 64 columns
+ * each; one CTA per SM at H = 256, two at H = 128) keeps Uf and Uh (2 H^2 bytes)
+ * resident in shared memory and walks row blocks of 64 members; a row block's
+ * state h stays in shared memory from the chunk's first timestep to its last,
+ * and each timestep runs
+ *   f = clip(Uf.h + Wf.x + bf), g = gate(f, h)            (phase 0; f, g in shared memory)
  *   c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h)          (phase 1)
  *   state = h' (0 where the next token is 0), R = clip(h' + x)
- * and at H = 128 also XN = EGG-LN(R, ln2) (at H = 256 that made the step slower than
- * the separate LN kernel: 3.66 vs 2.97 + 0.59 ms per layer and chunk, H100)
- * in one launch: h, g and f stay in shared memory, and Uf then Uh stream through
- * one 3-stage cp.async pipeline. Same integer operations as MODE_BIAS_GATE and
- * MODE_BIAS_MIX (the two-GEMM path, which other shapes and GPUs use). */
-struct RecStep {
-    const int8_t *Uf, *Uh, *bf, *bh;
-    const int8_t *noise; size_t pstride, off_uf, off_uh, off_bf, off_bh; /* noise NULL: unperturbed */
-    const int8_t *TF, *TH, *X; /* this timestep's [n][H] slices: Wf.x, Wh.x, the residual input */
-    const uint8_t *rz;         /* [n]: the next token is 0 */
-    int8_t *Hs, *R;            /* state [n][H] (read, then written), output [n][H] */
-    const int8_t *ln; size_t off_ln; int8_t *XN; /* H = 128: the next EGG-LN (ln2), XN = LN(R) */
-    int n, s, pshift;
-};
-#define RBM 64
-/* Xh, Gs, Fs: [H/64][RBM][64] swizzled; W: [3][H][64] swizzled; As: [2][RBM/2][H]; ts: [RBM] */
-template <int NW> __host__ __device__ constexpr int rstep_smem_bytes() {
-    return 3 * RBM * 2 * NW + 3 * 2 * NW * 64 + RBM * 2 * NW + RBM * 4;
-}
-template <int NW, int R>
-__global__ void __launch_bounds__(NTHREADS, 2) rstep_kernel(RecStep a) {
-#ifdef MMP_WGMMA
-    constexpr int H = 2 * NW, KT = H / 64;
-    constexpr bool LN2 = H == 128;
-    extern __shared__ __align__(1024) unsigned char smem[];
-    int8_t *Xh = (int8_t *)smem, *Gs = Xh + RBM * H, *Fs = Gs + RBM * H, *Ws = Fs + RBM * H, *As = Ws + 3 * H * 64;
-    int *ts = (int *)(As + RBM * H);
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
-    const int wg = warp >> 2, w4 = warp & 3, m0 = blockIdx.x * RBM, n = a.n, s = a.s, ps = a.pshift;
-    /* byte (row, col) of an [H/64][RBM][64] swizzled operand */
-    auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
-    auto load_w = [&](int j) { /* job j: k-step j % KT of Uf (j < KT) or Uh, into stage j % 3 */
-        const int8_t *W = j < KT ? a.Uf : a.Uh;
-        const int k0 = (j % KT) * 64;
-        int8_t *dst = Ws + (j % 3) * H * 64;
-#pragma unroll
-        for (int ch = tid; ch < H * 4; ch += NTHREADS) cp_async16(dst + wg_off(ch >> 2, ch & 3), W + (size_t)(ch >> 2) * H + k0 + (ch & 3) * 16, true);
-    };
-    auto row_t = [&](const int8_t *Op, size_t off) { /* ts = sign * (operand row . B) of the member's pair, 4 threads per row */
-        const int row = tid >> 2, q = tid & 3, gm = m0 + row;
-        int t = 0;
-        if (R > 0 && gm < n) {
-            const int8_t *B = a.noise + (size_t)(gm >> 1) * a.pstride + off + a_span(1, H);
-#pragma unroll
-            for (int k = q * (H / 4); k < (q + 1) * (H / 4); k += 16) {
-                const int4 xv = *(const int4 *)(Op + sw(row, k)), bv = __ldg((const int4 *)(B + k));
-                t = __dp4a(xv.x, bv.x, t); t = __dp4a(xv.y, bv.y, t); t = __dp4a(xv.z, bv.z, t); t = __dp4a(xv.w, bv.w, t);
-            }
-        }
-        t += __shfl_xor_sync(0xffffffffu, t, 1);
-        t += __shfl_xor_sync(0xffffffffu, t, 2);
-        if (q == 0) ts[row] = (gm & 1) ? -t : t;
-    };
-    for (int ch = tid; ch < RBM * H / 16; ch += NTHREADS) { /* the state rows */
-        const int row = ch / (H / 16), col = (ch % (H / 16)) * 16, gm = m0 + row;
-        cp_async16(Xh + sw(row, col), gm < n ? a.Hs + (size_t)gm * H + col : a.Hs, gm < n);
-    }
-    if (R > 0) /* the pairs' A rows of Uf and Uh */
-        for (int ch = tid; ch < RBM * H / 16; ch += NTHREADS) {
-            const int ph = ch / (RBM / 2 * H / 16), p = (ch / (H / 16)) % (RBM / 2), col = (ch % (H / 16)) * 16, gm = m0 + 2 * p;
-            const int8_t *src = a.noise + (gm < n ? (size_t)(gm >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + col : 0);
-            cp_async16(As + (ph * (RBM / 2) + p) * H + col, src, gm < n);
-        }
-    load_w(0);
-    cp_commit();
-    load_w(1);
-    cp_commit();
-    int d[NW / 2];
-    int j = 0;
-#pragma unroll 1
-    for (int ph = 0; ph < 2; ph++) {
-        const int8_t *Op = ph ? Gs : Xh;
-#pragma unroll
-        for (int i = 0; i < NW / 2; i++) d[i] = 0;
-#pragma unroll 1
-        for (int kt = 0; kt < KT; kt++, j++) {
-            cp_wait<1>();
-            fence_proxy_async(); /* cp.async data (and g, written by this thread) next read by the tensor cores */
-            __syncthreads();
-            const unsigned xa = (unsigned)__cvta_generic_to_shared(Op) + kt * RBM * 64;
-            const unsigned wb = (unsigned)__cvta_generic_to_shared(Ws + (j % 3) * H * 64) + wg * NW * 64;
-            wg_fence();
-            wg_mma_s8(d, wg_desc(xa), wg_desc(wb));
-            wg_mma_s8(d, wg_desc(xa + 32), wg_desc(wb + 32));
-            wg_commit();
-            if (kt == 0) row_t(Op, ph ? a.off_uh : a.off_uf); /* under the MMAs */
-            wg_wait<1>();
-            __syncthreads(); /* every warpgroup is done with job j - 1: its stage takes job j + 2 */
-            if (j + 2 < 2 * KT) load_w(j + 2);
-            cp_commit();
-        }
-        wg_wait<0>();
-        if (ph) __syncthreads(); /* both warpgroups are done reading g: its buffer stages this phase's results */
-        /* fragments -> int8 MM results y (Fs in phase 0, Gs in phase 1) */
-        int8_t *Ys = ph ? Gs : Fs;
-        const int8_t *Ap = As + ph * (RBM / 2) * H;
-#pragma unroll
-        for (int hr = 0; hr < 2; hr++) {
-            const int row = w4 * 16 + gid + hr * 8;
-            const int t = R > 0 ? ts[row] : 0;
-#pragma unroll
-            for (int jn = 0; jn < NW / 8; jn++) {
-                const int col = wg * NW + jn * 8 + tig * 2;
-                const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
-                int u0 = v0 >> s, u1 = v1 >> s;
-                if (R > 0) {
-                    const char2 A = *(const char2 *)(Ap + (row >> 1) * H + col);
-                    u0 = (v0 + ((t * A.x) >> ps)) >> s;
-                    u1 = (v1 + ((t * A.y) >> ps)) >> s;
-                }
-                *(unsigned short *)(Ys + sw(row, col)) = (unsigned short)pack2_clip8(u0, u1);
-            }
-        }
-        __syncthreads();
-        /* 16 bytes per access: bias (+ noise), the gate, or the mix and the residual */
-        const int8_t *bias = ph ? a.bh : a.bf;
-        const size_t voff = ph ? a.off_bh : a.off_bf;
-        const int col = (tid % (H / 16)) * 16;
-        bytes16 bv, lw;
-        bv.v = __ldg((const int4 *)(bias + col));
-        if (LN2 && ph) lw.v = __ldg((const int4 *)(a.ln + col));
-#pragma unroll 2
-        for (int q = 0; q < RBM * H / 16 / NTHREADS; q++) { /* no early exit: phase 1 reduces over a row's H/16 lanes */
-            const int row = (tid + q * NTHREADS) / (H / 16), gm = m0 + row;
-            const bool ok = gm < n;
-            const size_t gi = (size_t)(ok ? gm : 0) * H + col;
-            const int8_t *blob = a.noise + (R > 0 && ok ? (size_t)(gm >> 1) * a.pstride : 0);
-            bytes16 y, e, n1, n2, h, f, xr, o1, o2;
-            y.v = *(const int4 *)(Ys + sw(row, col));
-            h.v = *(const int4 *)(Xh + sw(row, col));
-            e.v = __ldg((const int4 *)((ph ? a.TH : a.TF) + gi));
-            if (R > 0) {
-                n1.v = __ldg((const int4 *)(blob + voff + col));
-                n2.v = __ldg((const int4 *)(blob + voff + H + col));
-            }
-            if (ph) {
-                f.v = *(const int4 *)(Fs + sw(row, col));
-                xr.v = __ldg((const int4 *)(a.X + gi));
-            }
-            const int sg = (gm & 1) ? -1 : 1;
-            const bool reset = ph && ok && a.rz[gm];
-#pragma unroll
-            for (int b = 0; b < 16; b++) {
-                const int bb = R > 0 ? egg_vec_pert(bv.b[b], n1.b[b], n2.b[b], sg, ps) : bv.b[b];
-                const int v = clip4(y.b[b] + e.b[b] + bb); /* f (phase 0) or the candidate c */
-                if (ph == 0) {
-                    o1.b[b] = (signed char)v;
-                    o2.b[b] = (signed char)egg_gru_gate(v, h.b[b]);
-                } else {
-                    const int hp = egg_gru_mix(f.b[b], v, h.b[b]);
-                    o1.b[b] = reset ? 0 : (signed char)hp;
-                    o2.b[b] = (signed char)clip4(hp + xr.b[b]);
-                }
-            }
-            if (ph == 0) {
-                *(int4 *)(Fs + sw(row, col)) = o1.v;
-                *(int4 *)(Gs + sw(row, col)) = o2.v;
-            } else {
-                if (ok) {
-                    *(int4 *)(a.Hs + gi) = o1.v;
-                    *(int4 *)(a.R + gi) = o2.v;
-                }
-                if (!LN2) continue;
-                /* EGG-LN of the row R: sum |R| over the row's H/16 lanes, then 16 outputs here */
-                int sa = 0;
-#pragma unroll
-                for (int w = 0; w < 4; w++) {
-                    w4u u;
-                    u.w = (&o2.v.x)[w];
-                    sa += abs_sum4(u);
-                }
-#pragma unroll
-                for (int o = 1; o < H / 16; o <<= 1) sa += __shfl_xor_sync(0xffffffffu, sa, o);
-                const int32_t dd = egg_ln_div(sa, H);
-                const egg_div16 dv = egg_div16_make(dd > 1 ? dd : 2);
-                bytes16 l1, l2, xo;
-                if (R > 0) {
-                    l1.v = __ldg((const int4 *)(blob + a.off_ln + col));
-                    l2.v = __ldg((const int4 *)(blob + a.off_ln + H + col));
-                }
-#pragma unroll
-                for (int b = 0; b < 16; b++) {
-                    const int wv = R > 0 ? egg_vec_pert(lw.b[b], l1.b[b], l2.b[b], sg, ps) : lw.b[b];
-                    xo.b[b] = (signed char)ln_apply(o2.b[b], wv, dd, dv);
-                }
-                if (ok) *(int4 *)(a.XN + gi) = xo.v;
-            }
-        }
-    }
-    cp_wait<0>();
-#else
-    (void)a; /* not launched: the host checks wgmma_probe first */
-#endif
-}
-/* The recurrence of one layer over a whole chunk of timesteps at H = 128 or 256
- * (sm_90a, rank <= 1): a CTA (H/64 warpgroups splitting N, 64 columns each; one
- * CTA per SM at H = 256, two at H = 128) keeps Uf and Uh (2 H^2 bytes) resident
- * in shared memory and walks row blocks of 64 members;
- * a row block's state h stays in shared memory from the chunk's first timestep to
- * its last, and each timestep runs the same two phases as rstep_kernel without
- * streaming any weight. Wf.x and Wh.x of the timestep load (cp.async) under the
- * phase-0 MMAs; at H = 128 the pass after phase 1 also applies the next EGG-LN
- * (as rstep_kernel does). Same integer operations as rstep_kernel. */
+ * with each phase's accumulators staged as int8 in shared memory and finished
+ * by a pass of 16 bytes per access. Wf.x and Wh.x of the timestep load
+ * (cp.async) under the phase-0 MMAs; at H = 128 the last pass also applies the
+ * next EGG-LN (at H = 256 that made an earlier per-timestep variant slower than
+ * the separate LN kernel). Same integer operations as MODE_BIAS_GATE and
+ * MODE_BIAS_MIX of the GEMM kernels (the path other shapes and GPUs use). */
 struct RecChunk {
     const int8_t *Uf, *Uh, *bf, *bh;
     const int8_t *noise; size_t pstride, off_uf, off_uh, off_bf, off_bh;
@@ -1188,7 +999,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                     } else {
                         *(int4 *)(Xh + sw(row, col)) = o1.v;
                         if (ok) *(int4 *)(a.R + gi) = o2.v;
-                        if (LN2) { /* EGG-LN of the row R over its H/16 lanes (as rstep_kernel) */
+                        if (LN2) { /* EGG-LN of the row R: sum |R| over the row's H/16 lanes, then 16 outputs */
                             int sa = 0;
 #pragma unroll
                             for (int w = 0; w < 4; w++) {
@@ -1616,209 +1427,6 @@ __global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint
     if (z) atomicAdd(&Z[i], z);
 }
 
-/* ------------------------------------------------- persistent recurrence */
-#if !defined(__HIPCC__) && !defined(EGG_GEMM_AMD_PLAN)
-#define EGG_RECUR 1
-/* The minGRU recurrence of one layer over a whole chunk of timesteps in one
- * launch: a CTA owns BM members and keeps their state h, gate g and forget f
- * in shared memory from the first timestep to the last; only Uf and Uh stream
- * through a cp.async pipeline (the same tiles every timestep, so the pipeline
- * runs on across phase and timestep boundaries), and the precomputed Wf.x,
- * Wh.x and the residual input are read once per timestep. Per timestep:
- *   f = clip(Uf.h + Wf.x + bf), g = gate(f, h)        (phase 0)
- *   c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h)     (phase 1)
- *   R = clip(h' + x); h = h', or 0 where the next token is 0.
- * Same integer operations as MODE_BIAS_GATE / MODE_BIAS_MIX of mm_kernel. */
-struct RecArgs {
-    int n, tc, H, r, s, pshift;
-    const int8_t *Uf, *Uh, *bf, *bh;                         /* [H][H], [H] */
-    const int8_t *noise; size_t pstride, off_uf, off_uh, off_bf, off_bh;
-    const int8_t *TF, *TH, *X;                               /* [tc][n][H] */
-    const uint8_t *rz;                                       /* [tc][n] */
-    int8_t *Hs;                                              /* [n][H] */
-    int8_t *R;                                               /* [tc][n][H] */
-};
-__host__ __device__ constexpr int rec_lda(int H) { return ((H + 63) & ~63) + 16; }
-static size_t rec_smem_bytes(int H) { return (size_t)3 * BM * rec_lda(H) + (size_t)STAGES * BN * LDS + (size_t)BM * GPU_RMAX * 4; }
-
-__global__ void __launch_bounds__(NTHREADS, 1) recur_kernel(RecArgs a) {
-    extern __shared__ __align__(1024) unsigned char smem[];
-    const int H = a.H, Hp = (H + 63) & ~63, LDA = rec_lda(H), r = a.r, n = a.n;
-    int8_t *Hsm = (int8_t *)smem, *Gsm = Hsm + BM * LDA, *Fsm = Gsm + BM * LDA;
-    int8_t *Ws = Fsm + BM * LDA;                   /* [STAGES][BN][LDS] */
-    int *ts = (int *)(Ws + STAGES * BN * LDS);     /* [BM][GPU_RMAX] */
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
-    const int m0 = blockIdx.x * BM;
-    const int NH = (H + BN - 1) / BN, KT = Hp / BK, JPT = 2 * NH * KT, J = a.tc * JPT;
-
-    for (int idx = tid; idx < BM * Hp / 16; idx += NTHREADS) {
-        const int row = idx / (Hp / 16), c = idx % (Hp / 16), gm = m0 + row;
-        int4 v = make_int4(0, 0, 0, 0);
-        if (gm < n && c * 16 < H) v = *(const int4 *)(a.Hs + (size_t)gm * H + c * 16);
-        *(int4 *)(Hsm + row * LDA + c * 16) = v;
-        *(int4 *)(Gsm + row * LDA + c * 16) = make_int4(0, 0, 0, 0);
-    }
-    auto load_job = [&](int st, int j) {
-        const int jj = j % JPT, ph = jj / (NH * KT), rem = jj % (NH * KT), hf = rem / KT, k0 = (rem % KT) * BK;
-        const int8_t *W = ph ? a.Uh : a.Uf;
-#pragma unroll
-        for (int q = 0; q < 2; q++) {
-            const int ch = tid + q * NTHREADS, row = ch >> 2, c = ch & 3, gn = hf * BN + row;
-            const bool ok = gn < H && k0 + c * 16 < H;
-            cp_async16(Ws + (st * BN + row) * LDS + c * 16, W + (ok ? (size_t)gn * H + k0 + c * 16 : 0), ok);
-        }
-    };
-#pragma unroll
-    for (int st = 0; st < STAGES - 1; st++) {
-        if (st < J) load_job(st, st);
-        cp_commit();
-    }
-    int j = 0;
-    for (int t = 0; t < a.tc; t++) {
-        const size_t tb = (size_t)t * n * H;
-        const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : NULL;
-        for (int ph = 0; ph < 2; ph++) {
-            __syncthreads(); /* the operand tile (h, or g) is complete */
-            const int8_t *As = ph ? Gsm : Hsm;
-            if (r > 0) { /* ts = sign * (operand row . B_q) of the member's pair */
-                const int mi = tid >> 1, half = tid & 1, gm = m0 + mi, kh = H / 2;
-                int tq[GPU_RMAX] = {0, 0, 0, 0};
-                if (gm < n) {
-                    const int8_t *B = a.noise + (size_t)(gm >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + a_span(r, H);
-                    for (int k = half * kh; k < (half + 1) * kh; k += 16) {
-                        const int4 xv = *(const int4 *)(As + mi * LDA + k);
-#pragma unroll
-                        for (int q = 0; q < GPU_RMAX; q++)
-                            if (q < r) {
-                                const int4 bv = *(const int4 *)(B + (size_t)q * H + k);
-                                int v = tq[q];
-                                v = __dp4a(xv.x, bv.x, v); v = __dp4a(xv.y, bv.y, v); v = __dp4a(xv.z, bv.z, v); v = __dp4a(xv.w, bv.w, v);
-                                tq[q] = v;
-                            }
-                    }
-                }
-#pragma unroll
-                for (int q = 0; q < GPU_RMAX; q++) {
-                    const int v = tq[q] + __shfl_xor_sync(0xffffffffu, tq[q], 1);
-                    if (half == 0 && q < r) ts[mi * GPU_RMAX + q] = (gm & 1) ? -v : v;
-                }
-            }
-            const int8_t *bias = ph ? a.bh : a.bf;
-            const size_t aoff = ph ? a.off_uh : a.off_uf, voff = ph ? a.off_bh : a.off_bf;
-            for (int hf = 0; hf < NH; hf++) {
-                int acc[4][4][4];
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int jn = 0; jn < 4; jn++)
-#pragma unroll
-                        for (int c = 0; c < 4; c++) acc[i][jn][c] = 0;
-                for (int kt = 0; kt < KT; kt++, j++) {
-                    cp_wait<STAGES - 2>();
-                    __syncthreads();
-                    {
-                        const int nj = j + STAGES - 1;
-                        if (nj < J) load_job(nj % STAGES, nj);
-                        cp_commit();
-                    }
-                    const int8_t *ws = Ws + (j % STAGES) * BN * LDS;
-#pragma unroll
-                    for (int kk = 0; kk < BK; kk += 32) {
-                        unsigned af[4][4], bfr[4][2];
-#pragma unroll
-                        for (int i = 0; i < 4; i++)
-                            ldsm_x4(af[i], As + (wm * 64 + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDA + kt * BK + kk + (lane >> 4) * 16);
-#pragma unroll
-                        for (int jn = 0; jn < 4; jn += 2) {
-                            unsigned q[4];
-                            ldsm_x4(q, ws + (wn * 32 + jn * 8 + (lane & 7) + (lane >> 4) * 8) * LDS + kk + ((lane >> 3) & 1) * 16);
-                            bfr[jn][0] = q[0]; bfr[jn][1] = q[1]; bfr[jn + 1][0] = q[2]; bfr[jn + 1][1] = q[3];
-                        }
-#pragma unroll
-                        for (int i = 0; i < 4; i++)
-#pragma unroll
-                            for (int jn = 0; jn < 4; jn++) mma_s8(acc[i][jn], af[i], bfr[jn]);
-                    }
-                }
-                /* epilogue straight from the fragments, two adjacent outputs per (i, half-row, jn):
-                 * per row, every global operand of its 4 pairs is loaded first (read-only
-                 * path), so the loads overlap instead of paying one latency each */
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int hr = 0; hr < 2; hr++) {
-                        const int ml = wm * 64 + i * 16 + gid + hr * 8, gm = m0 + ml;
-                        if (gm >= n) continue;
-                        char2 E[4], XR[4], N1[4], N2[4], AA[4][GPU_RMAX];
-                        const int8_t *blob = a.noise + (size_t)(gm >> 1) * a.pstride;
-#pragma unroll
-                        for (int jn = 0; jn < 4; jn++) {
-                            const int o = hf * BN + wn * 32 + jn * 8 + tig * 2;
-                            if (o >= H) continue;
-                            const size_t gi = tb + (size_t)gm * H + o;
-                            E[jn] = __ldg((const char2 *)((ph ? a.TH : a.TF) + gi));
-                            if (ph) XR[jn] = __ldg((const char2 *)(a.X + gi));
-                            if (r > 0) {
-                                N1[jn] = __ldg((const char2 *)(blob + voff + o));
-                                N2[jn] = __ldg((const char2 *)(blob + voff + H + o));
-#pragma unroll
-                                for (int q = 0; q < GPU_RMAX; q++)
-                                    if (q < r) AA[jn][q] = __ldg((const char2 *)(blob + aoff + (size_t)q * H + o));
-                            }
-                        }
-                        const int sg = (gm & 1) ? -1 : 1;
-                        const bool reset = rzn && rzn[gm];
-                        int tv[GPU_RMAX];
-#pragma unroll
-                        for (int q = 0; q < GPU_RMAX; q++) tv[q] = q < r ? ts[ml * GPU_RMAX + q] : 0;
-#pragma unroll
-                        for (int jn = 0; jn < 4; jn++) {
-                            const int o = hf * BN + wn * 32 + jn * 8 + tig * 2;
-                            if (o >= H) continue;
-                            int y0, y1;
-                            const int v0 = acc[i][jn][hr * 2], v1 = acc[i][jn][hr * 2 + 1];
-                            int b0 = bias[o], b1 = bias[o + 1];
-                            if (r > 0) {
-                                int p0 = 0, p1 = 0;
-#pragma unroll
-                                for (int q = 0; q < GPU_RMAX; q++)
-                                    if (q < r) { p0 += tv[q] * AA[jn][q].x; p1 += tv[q] * AA[jn][q].y; }
-                                y0 = clip4((v0 + (p0 >> a.pshift)) >> a.s);
-                                y1 = clip4((v1 + (p1 >> a.pshift)) >> a.s);
-                                b0 = egg_vec_pert(b0, N1[jn].x, N2[jn].x, sg, a.pshift);
-                                b1 = egg_vec_pert(b1, N1[jn].y, N2[jn].y, sg, a.pshift);
-                            } else {
-                                y0 = clip4(v0 >> a.s);
-                                y1 = clip4(v1 >> a.s);
-                            }
-                            y0 = clip4(y0 + E[jn].x + b0);
-                            y1 = clip4(y1 + E[jn].y + b1);
-                            const int si = ml * LDA + o;
-                            const char2 h = *(const char2 *)(Hsm + si);
-                            if (ph == 0) {
-                                *(char2 *)(Fsm + si) = make_char2((signed char)y0, (signed char)y1);
-                                *(char2 *)(Gsm + si) = make_char2((signed char)egg_gru_gate(y0, h.x), (signed char)egg_gru_gate(y1, h.y));
-                            } else {
-                                const char2 f = *(const char2 *)(Fsm + si);
-                                const int h0 = egg_gru_mix(f.x, y0, h.x), h1 = egg_gru_mix(f.y, y1, h.y);
-                                *(char2 *)(Hsm + si) = reset ? make_char2(0, 0) : make_char2((signed char)h0, (signed char)h1);
-                                *(char2 *)(a.R + tb + (size_t)gm * H + o) =
-                                    make_char2((signed char)clip4(h0 + XR[jn].x), (signed char)clip4(h1 + XR[jn].y));
-                            }
-                        }
-                    }
-            }
-        }
-    }
-    cp_wait<0>();
-    __syncthreads();
-    for (int idx = tid; idx < BM * H / 16; idx += NTHREADS) {
-        const int row = idx / (H / 16), c = idx % (H / 16), gm = m0 + row;
-        if (gm < n) *(int4 *)(a.Hs + (size_t)gm * H + c * 16) = *(const int4 *)(Hsm + row * LDA + c * 16);
-    }
-}
-#endif
 
 /* ------------------------------------------------------------ host side */
 
@@ -1863,12 +1471,10 @@ struct CudaImpl {
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
     int smem, nsm;
-    int rchunk;               /* H = 128/256: the chunk's recurrence in one launch, Uf/Uh resident (EGG_CUDA_RCHUNK=0: per timestep) */
+    int rchunk;               /* H = 128/256 on sm_90a: a chunk's recurrence in one launch (EGG_CUDA_RCHUNK=0: two GEMMs per timestep) */
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
-    int rstep;                /* the fused recurrence step (sm_90a build on a 9.x GPU; EGG_CUDA_RSTEP=0: two GEMMs) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
-    int recur;                /* EGG_CUDA_RECUR=1: the recurrence as one persistent launch per layer and chunk */
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
     cudaGraph_t graph;        /* the training forward (all timesteps), captured once */
     cudaGraphExec_t gexec;
@@ -2050,25 +1656,10 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             if ((rc = mm(c, x, rows, id0 + EGG_L_WF, noisy, x->XN, x->TF, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
             if ((rc = mm(c, x, rows, id0 + EGG_L_WH, noisy, x->XN, x->TH, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_MM_X);
-            /* the recurrence, one timestep at a time: f = Uf.h + Wf.x + bf, g = gate(f, h);
-             * c = Uh.g + Wh.x + bh, h' = mix(f, c, h), R = h' + x (state reset where the next token is 0) */
-#ifdef EGG_RECUR
-            if (c->recur) {
-                RecArgs ra;
-                memset(&ra, 0, sizeof ra);
-                ra.n = n; ra.tc = tc; ra.H = H; ra.r = noisy ? c->r : 0; ra.s = egg_mm_shift((uint32_t)H); ra.pshift = c->pshift;
-                ra.Uf = tp(c, id0 + EGG_L_UF); ra.Uh = tp(c, id0 + EGG_L_UH); ra.bf = tp(c, id0 + EGG_L_BF); ra.bh = tp(c, id0 + EGG_L_BH);
-                ra.noise = nz; ra.pstride = c->pstride;
-                ra.off_uf = c->noff[id0 + EGG_L_UF]; ra.off_uh = c->noff[id0 + EGG_L_UH];
-                ra.off_bf = c->noff[id0 + EGG_L_BF]; ra.off_bh = c->noff[id0 + EGG_L_BH];
-                ra.TF = x->TF; ra.TH = x->TH; ra.X = x->X; ra.rz = x->rz; ra.Hs = Hl; ra.R = x->R;
-                recur_kernel<<<(n + BM - 1) / BM, NTHREADS, rec_smem_bytes(H), c->st>>>(ra);
-                CKL();
-            }
-#endif
-            const bool fused = !c->recur && c->rstep && (H == 128 || H == 256) && (!noisy || c->r <= 1), ln2_fused = fused && H == 128;
+            /* the recurrence: f = Uf.h + Wf.x + bf, g = gate(f, h); c = Uh.g + Wh.x + bh, h' = mix(f, c, h),
+             * R = h' + x (state reset where the next token is 0); one kernel for the chunk, or two GEMMs per timestep */
 #ifdef EGG_MMP
-            const bool chunked = fused && (H == 256 || H == 128) && c->rchunk;
+            const bool chunked = c->rchunk && (H == 256 || H == 128) && (!noisy || c->r <= 1);
             if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
                 RecChunk rc2;
                 memset(&rc2, 0, sizeof rc2);
@@ -2089,29 +1680,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
 #else
             const bool chunked = false;
 #endif
-            for (int dt = 0; dt < tc && !c->recur && !chunked; dt++) {
+            const bool ln2_fused = chunked && H == 128;
+            for (int dt = 0; dt < tc && !chunked; dt++) {
                 const size_t o = (size_t)dt * nh;
-#ifdef EGG_MMP
-                if (fused) {
-                    RecStep rs;
-                    memset(&rs, 0, sizeof rs);
-                    rs.Uf = tp(c, id0 + EGG_L_UF); rs.Uh = tp(c, id0 + EGG_L_UH); rs.bf = tp(c, id0 + EGG_L_BF); rs.bh = tp(c, id0 + EGG_L_BH);
-                    rs.noise = nz; rs.pstride = c->pstride;
-                    rs.off_uf = c->noff[id0 + EGG_L_UF]; rs.off_uh = c->noff[id0 + EGG_L_UH];
-                    rs.off_bf = c->noff[id0 + EGG_L_BF]; rs.off_bh = c->noff[id0 + EGG_L_BH];
-                    rs.TF = x->TF + o; rs.TH = x->TH + o; rs.X = x->X + o;
-                    rs.rz = dt + 1 < tc ? x->rz + (size_t)(dt + 1) * n : x->rz0;
-                    rs.Hs = Hl; rs.R = x->R + o; rs.n = n; rs.s = egg_mm_shift((uint32_t)H); rs.pshift = c->pshift;
-                    rs.ln = tp(c, id0 + EGG_L_LN2); rs.off_ln = c->noff[id0 + EGG_L_LN2]; rs.XN = x->XN + o;
-                    const int nb = (n + RBM - 1) / RBM;
-                    if (H == 256 && nz) rstep_kernel<128, 1><<<nb, NTHREADS, rstep_smem_bytes<128>(), c->st>>>(rs);
-                    else if (H == 256) rstep_kernel<128, 0><<<nb, NTHREADS, rstep_smem_bytes<128>(), c->st>>>(rs);
-                    else if (nz) rstep_kernel<64, 1><<<nb, NTHREADS, rstep_smem_bytes<64>(), c->st>>>(rs);
-                    else rstep_kernel<64, 0><<<nb, NTHREADS, rstep_smem_bytes<64>(), c->st>>>(rs);
-                    CKL();
-                    continue;
-                }
-#endif
                 if ((rc = mm(c, x, n, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->TF + o, id0 + EGG_L_BF, Hl, x->G, NULL,
                              err)))
                     return rc;
@@ -2576,8 +2147,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             c->mmp_ctas = (occ > 0 ? occ : 1) * c->nsm;
             if (e && atoi(e) >= 2 && atoi(e) < c->mmp_ctas) c->mmp_ctas = atoi(e); /* tests: many tiles per CTA */
         }
-        /* the fused recurrence step needs this binary's sm_90a code for this GPU */
-        const char *er = getenv("EGG_CUDA_RSTEP");
+        /* the fused recurrence needs this binary's sm_90a code for this GPU */
         int *probe = NULL, have = 0;
         CK(cudaMalloc(&probe, sizeof(int)));
         CK(cudaMemset(probe, 0, sizeof(int)));
@@ -2586,15 +2156,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         CK(cudaMemcpyAsync(&have, probe, sizeof(int), cudaMemcpyDeviceToHost, c->st));
         CK(cudaStreamSynchronize(c->st));
         CK(cudaFree(probe));
-        c->rstep = have && !(er && atoi(er) == 0) && (size_t)rstep_smem_bytes<128>() <= prop.sharedMemPerBlockOptin;
-        if (c->rstep) {
-#define RSTEP_ATTR(NW, R)                                                                                            \
-    CK(cudaFuncSetAttribute(rstep_kernel<NW, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rstep_smem_bytes<NW>())); \
-    CK(cudaFuncSetAttribute(rstep_kernel<NW, R>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-            RSTEP_ATTR(128, 0) RSTEP_ATTR(128, 1) RSTEP_ATTR(64, 0) RSTEP_ATTR(64, 1)
-#undef RSTEP_ATTR
+        {
             const char *ec = getenv("EGG_CUDA_RCHUNK");
-            c->rchunk = !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
+            c->rchunk = have && !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
             if (c->rchunk) {
 #define RCHUNK_ATTR(HH, R) CK(cudaFuncSetAttribute(rchunk_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rchunk_smem_bytes<HH>()));
                 RCHUNK_ATTR(256, 0) RCHUNK_ATTR(256, 1) RCHUNK_ATTR(128, 0) RCHUNK_ATTR(128, 1)
@@ -2605,17 +2169,6 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 c->rchunk_ctas[0] = (o1 > 0 ? o1 : 1) * c->nsm;
                 c->rchunk_ctas[1] = (o2 > 0 ? o2 : 1) * c->nsm;
             }
-        }
-    }
-#endif
-#ifdef EGG_RECUR
-    { /* EGG_CUDA_RECUR=1 selects the persistent recurrence kernel: bit-exact, but
-       * measured slower than the per-timestep GEMMs on H100 (docs/BENCHMARKS.md) */
-        const char *e = getenv("EGG_CUDA_RECUR");
-        const size_t rs = rec_smem_bytes(m->H);
-        if (e && atoi(e) != 0 && rs <= prop.sharedMemPerBlockOptin) {
-            CK(cudaFuncSetAttribute(recur_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rs));
-            c->recur = 1;
         }
     }
 #endif
