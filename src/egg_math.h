@@ -132,8 +132,14 @@ EGG_HD int64_t egg_vote_threshold(int tau, int pairs) { return (int64_t)tau * eg
  * four fractional bits by comparing the Q63-normalised mantissa with the
  * exact thresholds ceil(2^(63 + m/16)). */
 EGG_HD int32_t egg_floor16_log2(uint64_t s) {
+#if defined(__CUDA_ARCH__)
+    const int k = 63 - __clzll((long long)s); /* index of the highest set bit */
+#elif defined(__GNUC__) || defined(__clang__)
+    const int k = 63 - __builtin_clzll(s);
+#else
     int k = 63;
     while (!((s >> k) & 1)) k--;
+#endif
     uint64_t mant = s << (63 - k);
     int m = 0;
     for (int j = 1; j < 16; j++) m += mant >= EGG_LOG2C[j];

@@ -1278,16 +1278,6 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
     st_words<K4>(x, e);
 }
 
-/* egg_loglik with the bit length from a count-leading-zeros instruction (the
- * reference walks the bits down one by one); same result for every s >= 1 */
-__device__ __forceinline__ int32_t loglik_dev(int logit_target, uint64_t s) {
-    const int k = 63 - __clzll((long long)s);
-    const uint64_t mant = s << (63 - k);
-    int m = 0;
-#pragma unroll
-    for (int j = 1; j < 16; j++) m += mant >= EGG_LOG2C[j];
-    return (logit_target + 128) - (16 * k + m - 64);
-}
 /* loss_kernel for V = 128 * K4 <= 4096 (a warp's sum of EXP2 < 2^32): word loads,
  * 32-bit sums, two timesteps per iteration, the target's logit by shuffle, and the
  * log-likelihoods of 32 timesteps computed by the 32 lanes at once */
@@ -1335,7 +1325,7 @@ __global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32
             if (lane == k) { myS = S0; myl = (signed char)(w0 >> (8 * (tg0 & 3))); }
             if (lane == k + 1 && two) { myS = S1; myl = (signed char)(w1 >> (8 * (tg1 & 3))); }
         }
-        if (base + lane < tc) sc += loglik_dev(myl, myS);
+        if (base + lane < tc) sc += egg_loglik(myl, myS);
     }
     for (int o = 16; o; o >>= 1) sc += __shfl_xor_sync(0xffffffffu, sc, o);
     if (lane == 0) scores[m] += sc;
