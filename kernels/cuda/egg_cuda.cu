@@ -245,6 +245,50 @@ __device__ __forceinline__ void epi_tile4(const MMArgs &a, const int *Cs, const 
     }
 }
 
+/* One warp's 64 x 32 share of a BK = 64 k-step: fragments of the X and W
+ * stage tiles (padded rows of LDS bytes) and 4 x 4 m16n8k32 MMAs. */
+__device__ __forceinline__ void warp_tile_k64(int (&acc)[4][4][4], const int8_t *xs, const int8_t *ws, int wm, int wn, int lane) {
+    const int gid = lane >> 2, tig = lane & 3;
+    (void)gid; (void)tig;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 32) {
+        unsigned af[4][4], bf[4][2];
+#if defined(__CUDA_ARCH__) && !defined(__HIPCC__)
+        /* ldmatrix.x4: four 8x16-byte matrices per instruction land exactly in the
+         * m16n8k32 fragment registers (A: rows 0-7/8-15 x bytes 0-15/16-31;
+         * B: two n-tiles x bytes 0-15/16-31). 6 instructions instead of 24 LDS. */
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            ldsm_x4(af[i], xs + (wm * 64 + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDS + kk + (lane >> 4) * 16);
+#pragma unroll
+        for (int j = 0; j < 4; j += 2) {
+            unsigned q[4];
+            ldsm_x4(q, ws + (wn * 32 + j * 8 + (lane & 7) + (lane >> 4) * 8) * LDS + kk + ((lane >> 3) & 1) * 16);
+            bf[j][0] = q[0]; bf[j][1] = q[1]; bf[j + 1][0] = q[2]; bf[j + 1][1] = q[3];
+        }
+#else
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int8_t *p = xs + (wm * 64 + i * 16 + gid) * LDS + kk + tig * 4;
+            af[i][0] = *(const unsigned *)(p);
+            af[i][1] = *(const unsigned *)(p + 8 * LDS);
+            af[i][2] = *(const unsigned *)(p + 16);
+            af[i][3] = *(const unsigned *)(p + 8 * LDS + 16);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int8_t *p = ws + (wn * 32 + j * 8 + gid) * LDS + kk + tig * 4;
+            bf[j][0] = *(const unsigned *)(p);
+            bf[j][1] = *(const unsigned *)(p + 16);
+        }
+#endif
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) mma_s8(acc[i][j], af[i], bf[j]);
+    }
+}
+
 /* One CTA: BM rows of X (members, or update rows) x BN rows of W (outputs).
  * 8 warps as 2 (M) x 4 (N); warp tile 64 x 32 = 4 x 4 mma tiles of 16 x 8;
  * K in steps of 64 through a 3-stage cp.async pipeline. While the tile's X
@@ -335,43 +379,7 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
         }
         const int st = kt % STAGES;
         const int8_t *xs = Xs + st * BM * LDS, *ws = Ws + st * BN * LDS;
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 32) {
-            unsigned af[4][4], bf[4][2];
-#if defined(__CUDA_ARCH__) && !defined(__HIPCC__)
-            /* ldmatrix.x4: four 8x16-byte matrices per instruction land exactly in the
-             * m16n8k32 fragment registers (A: rows 0-7/8-15 x bytes 0-15/16-31;
-             * B: two n-tiles x bytes 0-15/16-31). 6 instructions instead of 24 LDS. */
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                ldsm_x4(af[i], xs + (wm * 64 + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDS + kk + (lane >> 4) * 16);
-#pragma unroll
-            for (int j = 0; j < 4; j += 2) {
-                unsigned q[4];
-                ldsm_x4(q, ws + (wn * 32 + j * 8 + (lane & 7) + (lane >> 4) * 8) * LDS + kk + ((lane >> 3) & 1) * 16);
-                bf[j][0] = q[0]; bf[j][1] = q[1]; bf[j + 1][0] = q[2]; bf[j + 1][1] = q[3];
-            }
-#else
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int8_t *p = xs + (wm * 64 + i * 16 + gid) * LDS + kk + tig * 4;
-                af[i][0] = *(const unsigned *)(p);
-                af[i][1] = *(const unsigned *)(p + 8 * LDS);
-                af[i][2] = *(const unsigned *)(p + 16);
-                af[i][3] = *(const unsigned *)(p + 8 * LDS + 16);
-            }
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const int8_t *p = ws + (wn * 32 + j * 8 + gid) * LDS + kk + tig * 4;
-                bf[j][0] = *(const unsigned *)(p);
-                bf[j][1] = *(const unsigned *)(p + 16);
-            }
-#endif
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) mma_s8(acc[i][j], af[i], bf[j]);
-        }
+        warp_tile_k64(acc, xs, ws, wm, wn, lane);
         if (MODE != MODE_UPDATE && r > 0) {
             /* t partials: thread -> member tid/2, half (tid&1) of the 16 words */
             const int mi = tid >> 1, half = tid & 1;
@@ -661,23 +669,7 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
                 wg_commit();
             }
 #else
-#pragma unroll
-            for (int kk = 0; kk < BK; kk += 32) {
-                unsigned af[4][4], bf[4][2];
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    ldsm_x4(af[i], xs + (wm * 64 + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDS + kk + (lane >> 4) * 16);
-#pragma unroll
-                for (int jn = 0; jn < 4; jn += 2) {
-                    unsigned q[4];
-                    ldsm_x4(q, ws + (wn * 32 + jn * 8 + (lane & 7) + (lane >> 4) * 8) * LDS + kk + ((lane >> 3) & 1) * 16);
-                    bf[jn][0] = q[0]; bf[jn][1] = q[1]; bf[jn + 1][0] = q[2]; bf[jn + 1][1] = q[3];
-                }
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int jn = 0; jn < 4; jn++) mma_s8(acc[i][jn], af[i], bf[jn]);
-            }
+            warp_tile_k64(acc, xs, ws, wm, wn, lane);
 #endif
             if (R > 0) { /* t partial: thread -> row tid/2, half (tid&1) of the k-step */
                 const int mi = tid >> 1, half = tid & 1;
