@@ -105,6 +105,11 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool pr
     int sz = pred ? 16 : 0;
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(sz));
 }
+__device__ __forceinline__ void cp_async8(void *smem, const void *gmem, bool pred) {
+    unsigned saddr = (unsigned)__cvta_generic_to_shared(smem);
+    int sz = pred ? 8 : 0;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(saddr), "l"(gmem), "r"(sz));
+}
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
@@ -538,14 +543,15 @@ __device__ __forceinline__ void wg_mma_s8(int (&d)[64], uint64_t da, uint64_t db
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
                  : "l"(da), "l"(db), "r"(1));
 }
-__device__ __forceinline__ void wg_mma_s8(int (&d)[32], uint64_t da, uint64_t db) { /* m64n64k32 */
+/* m64n64k32; acc = 0: d = a.b (d's old values ignored) */
+__device__ __forceinline__ void wg_mma_s8(int (&d)[32], uint64_t da, uint64_t db, int acc = 1) {
     asm volatile("{\n"
                  ".reg .pred p;\n"
                  "setp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p;\n"
                  "}\n"
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
-                 : "l"(da), "l"(db), "r"(1));
+                 : "l"(da), "l"(db), "r"(acc));
 }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -840,19 +846,27 @@ struct RecChunk {
     int n, tc, s, pshift;
 };
 template <int H> __host__ __device__ constexpr int rchunk_threads() { return 128 * (H / 64); }
+/* H = 128 has room for its own X tile and the members' perturbed biases (bf, bh, ln2) */
+template <int H> __host__ __device__ constexpr bool rchunk_sep() { return H == 128; }
 template <int H> __host__ __device__ constexpr int rchunk_smem_bytes() {
-    /* Wf, Wh: [H/64][H][64] swizzled; Xh, Gs, Fs: [H/64][64][64] swizzled; As: [2][32][H]; TFs, THs: [64][H]; ts */
-    return 2 * H * H + 3 * RBM * H + RBM * H + 2 * RBM * H + RBM * 4;
+    /* Wf, Wh: [H/64][H][64] swizzled; Xh, Gs, Fs: [H/64][64][64] swizzled; As: [2][32][H + 8]; TFs, THs
+     * and at H = 128 XS, Pb [3]: [H/64][64][64] swizzled; ts; rzs */
+    return 2 * H * H + 3 * RBM * H + RBM * (H + 8) + 2 * RBM * H + (rchunk_sep<H>() ? 4 * RBM * H : 0) + RBM * 4 + RBM;
 }
 template <int H, int R>
 __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
     constexpr int KT = H / 64, NW = 64, NT = rchunk_threads<H>(), TPR = NT / RBM; /* threads per row */
-    constexpr bool LN2 = H == 128;
+    constexpr bool LN2 = H == 128, SEP = rchunk_sep<H>();
+    constexpr int UQ = H == 128 ? 2 : 1; /* the pass's rows unrolled (at H = 256 that spills) */
+    constexpr int AP = H + 8; /* As row pitch: the 4 pairs a warp's fragment rows read fall in different banks */
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H, *Xh = Whs + H * H, *Gs = Xh + RBM * H, *Fs = Gs + RBM * H;
-    int8_t *As = Fs + RBM * H, *TFs = As + RBM * H, *THs = TFs + RBM * H;
-    int *ts = (int *)(THs + RBM * H);
+    int8_t *As = Fs + RBM * H, *TFs = As + RBM * H + 512, *THs = TFs + RBM * H;
+    /* X of the timestep: its own tile at H = 128; at H = 256 it borrows TFs between the phase-0 pass and the next timestep */
+    int8_t *XS = SEP ? THs + RBM * H : TFs, *Pb = THs + (SEP ? 2 : 1) * RBM * H;
+    int *ts = (int *)(Pb + (SEP ? 3 * RBM * H : 0));
+    uint8_t *rzs = (uint8_t *)(ts + RBM);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     const int wg = warp >> 2, w4 = warp & 3, n = a.n, s = a.s, ps = a.pshift;
     auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
@@ -862,34 +876,51 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
         cp_async16((mat ? Whs : Wfs) + (col >> 6) * H * 64 + wg_off(o, (col >> 4) & 3), (mat ? a.Uh : a.Uf) + (size_t)o * H + col, true);
     }
     cp_commit();
-    const int nrb = (n + RBM - 1) / RBM, col = (tid % (H / 16)) * 16;
+    /* the passes' thread -> (row, 16 columns) map: 8 consecutive lanes cover 2 rows x 64 columns of one
+     * k-slice, so the swizzled tiles are read without bank conflicts; a row's lanes differ in bits 0, 1, 3 (4) */
+    const int nrb = (n + RBM - 1) / RBM, col = ((((lane >> 3) & (KT - 1)) << 2) | (lane & 3)) * 16;
+    auto prow = [&](int q) { return ((tid + q * NT) >> 5) * (512 / H) + ((lane >> 2) & 1) + ((lane >> (KT == 2 ? 4 : 5)) << 1); };
     bytes16 bfv, bhv, lw;
     bfv.v = __ldg((const int4 *)(a.bf + col));
     bhv.v = __ldg((const int4 *)(a.bh + col));
     if (LN2) lw.v = __ldg((const int4 *)(a.ln + col));
-    auto row_t = [&](const int8_t *Op, size_t off, int m0) { /* TPR threads per row */
-        const int row = tid / TPR, q = tid % TPR, gm = m0 + row;
+    /* timestep t's rows of T ([tc][n][H]) into Ds ([64][H]) */
+    auto load_t = [&](int8_t *Ds, const int8_t *T, int t, int m0) {
+        const size_t tb = (size_t)t * n * H;
+        for (int ch = tid; ch < RBM * H / 16; ch += NT) {
+            const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
+            cp_async16(Ds + sw(row, c), gm < n ? T + tb + (size_t)gm * H + c : T, gm < n);
+        }
+    };
+    /* t = -+ b.h of the row's pair (TPR threads per row, 2 chunks each: chunk lane & 3 of two k-slices, 8
+     * consecutive lanes on 2 rows of one k-slice); rzn: also the row's reset flag into rzs */
+    auto row_t = [&](const int8_t *Op, size_t off, int m0, const uint8_t *rzn) {
+        const int pb = TPR == 8 ? (lane >> 3) & 1 : 0, row = warp * (32 / TPR) + ((lane >> 2) & 1) + ((lane >> (TPR == 8 ? 4 : 3)) << 1);
+        const int gm = m0 + row;
+        const bool lead = (lane & 3) == 0 && pb == 0;
+        const int rz = rzn && lead && gm < n ? rzn[gm] : 0;
         int t = 0;
         if (R > 0 && gm < n) {
             const int8_t *B = a.noise + (size_t)(gm >> 1) * a.pstride + off + a_span(1, H);
 #pragma unroll
-            for (int k = q * (H / TPR); k < (q + 1) * (H / TPR); k += 16) {
+            for (int i = 0; i < 2; i++) {
+                const int k = (pb + i * (KT / 2)) * 64 + (lane & 3) * 16;
                 const int4 xv = *(const int4 *)(Op + sw(row, k)), bv = __ldg((const int4 *)(B + k));
                 t = __dp4a(xv.x, bv.x, t); t = __dp4a(xv.y, bv.y, t); t = __dp4a(xv.z, bv.z, t); t = __dp4a(xv.w, bv.w, t);
             }
         }
-#pragma unroll
-        for (int o = 1; o < TPR; o <<= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-        if (q == 0) ts[row] = (gm & 1) ? -t : t;
+        t += __shfl_xor_sync(0xffffffffu, t, 1);
+        t += __shfl_xor_sync(0xffffffffu, t, 2);
+        if (TPR == 8) t += __shfl_xor_sync(0xffffffffu, t, 8);
+        if (lead) ts[row] = (gm & 1) ? -t : t;
+        if (rzn && lead) rzs[row] = (uint8_t)rz;
     };
     auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) {
-#pragma unroll
-        for (int i = 0; i < NW / 2; i++) d[i] = 0;
         const unsigned xa = (unsigned)__cvta_generic_to_shared(Op), wb = (unsigned)__cvta_generic_to_shared(Ws) + wg * NW * 64;
         wg_fence();
 #pragma unroll
         for (int kt = 0; kt < KT; kt++) {
-            wg_mma_s8(d, wg_desc(xa + kt * RBM * 64), wg_desc(wb + kt * H * 64));
+            wg_mma_s8(d, wg_desc(xa + kt * RBM * 64), wg_desc(wb + kt * H * 64), kt > 0);
             wg_mma_s8(d, wg_desc(xa + kt * RBM * 64 + 32), wg_desc(wb + kt * H * 64 + 32));
         }
         wg_commit();
@@ -906,7 +937,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                 const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
                 int u0 = v0 >> s, u1 = v1 >> s;
                 if (R > 0) {
-                    const char2 A = *(const char2 *)(Ap + (row >> 1) * H + c0);
+                    const char2 A = *(const char2 *)(Ap + (row >> 1) * AP + c0);
                     u0 = (v0 + ((t * A.x) >> ps)) >> s;
                     u1 = (v1 + ((t * A.y) >> ps)) >> s;
                 }
@@ -917,64 +948,81 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
     int d[NW / 2];
     for (int rb = blockIdx.x; rb < nrb; rb += gridDim.x) {
         const int m0 = rb * RBM;
-        __syncthreads(); /* the previous row block is done with Xh, As */
+        __syncthreads(); /* the previous row block is done with every tile */
         for (int ch = tid; ch < RBM * H / 16; ch += NT) {
             const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
             cp_async16(Xh + sw(row, c), gm < n ? a.Hs + (size_t)gm * H + c : a.Hs, gm < n);
             if (R > 0) {
                 const int ph = row >> 5, p = row & 31, gp = m0 + 2 * p;
                 const int8_t *src = a.noise + (gp < n ? (size_t)(gp >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c : 0);
-                cp_async16(As + (ph * 32 + p) * H + c, src, gp < n);
+                cp_async8(As + (ph * 32 + p) * AP + c, src, gp < n);
+                cp_async8(As + (ph * 32 + p) * AP + c + 8, src + 8, gp < n);
+            }
+            if (SEP && R > 0) { /* the row's perturbed biases, once per row block */
+                bytes16 pv[3];
+                const int8_t *blob = a.noise + (gm < n ? (size_t)(gm >> 1) * a.pstride : 0);
+                const int sg = (gm & 1) ? -1 : 1;
+#pragma unroll
+                for (int k = 0; k < 3; k++) {
+                    const size_t off = k == 0 ? a.off_bf : k == 1 ? a.off_bh : a.off_ln;
+                    const int8_t *w = k == 0 ? a.bf : k == 1 ? a.bh : a.ln;
+                    bytes16 n1, n2, wv;
+                    wv.v = __ldg((const int4 *)(w + c));
+                    n1.v = __ldg((const int4 *)(blob + off + c));
+                    n2.v = __ldg((const int4 *)(blob + off + H + c));
+#pragma unroll
+                    for (int b = 0; b < 16; b++) pv[k].b[b] = (signed char)egg_vec_pert(wv.b[b], n1.b[b], n2.b[b], sg, ps);
+                    *(int4 *)(Pb + k * RBM * H + sw(row, c)) = pv[k].v;
+                }
             }
         }
+        load_t(TFs, a.TF, 0, m0);
+        load_t(THs, a.TH, 0, m0);
+        if (SEP) load_t(XS, a.X, 0, m0);
         cp_commit();
         cp_wait<0>();
+        fence_proxy_async(); /* Xh, read next by the tensor cores */
         __syncthreads();
         for (int t = 0; t < a.tc; t++) {
             const size_t tb = (size_t)t * n * H;
-            for (int ch = tid; ch < RBM * H / 16; ch += NT) { /* this timestep's Wf.x, Wh.x */
-                const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
-                cp_async16(TFs + row * H + c, gm < n ? a.TF + tb + (size_t)gm * H + c : a.TF, gm < n);
-                cp_async16(THs + row * H + c, gm < n ? a.TH + tb + (size_t)gm * H + c : a.TH, gm < n);
-            }
-            cp_commit();
-            fence_proxy_async(); /* Xh (state) written by this thread's last pass, next read by the tensor cores */
-            __syncthreads();
             const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
-#pragma unroll 1
+#pragma unroll
             for (int ph = 0; ph < 2; ph++) {
                 mma(d, ph ? Gs : Xh, ph ? Whs : Wfs);
-                row_t(ph ? Gs : Xh, ph ? a.off_uh : a.off_uf, m0);
+                row_t(ph ? Gs : Xh, ph ? a.off_uh : a.off_uf, m0, ph ? rzn : NULL);
                 wg_wait<0>();
                 __syncthreads(); /* ts complete; phase 1: both warpgroups done reading g */
-                frag(d, ph ? Gs : Fs, As + ph * 32 * H);
-                cp_wait<0>();
+                frag(d, ph ? Gs : Fs, As + ph * 32 * AP);
+                /* this phase's tiles: loaded one phase (H = 256: X) or one timestep earlier */
+                if (SEP) cp_wait<1>();
+                else cp_wait<0>();
                 __syncthreads();
                 const size_t voff = ph ? a.off_bh : a.off_bf;
-#pragma unroll 1
+#pragma unroll UQ
                 for (int q = 0; q < RBM * H / 16 / NT; q++) { /* no early exit: the LN reduces over a row's lanes */
-                    const int row = (tid + q * NT) / (H / 16), gm = m0 + row;
+                    const int row = prow(q), gm = m0 + row;
                     const bool ok = gm < n;
                     const size_t gi = tb + (size_t)(ok ? gm : 0) * H + col;
                     const int8_t *blob = a.noise + (R > 0 && ok ? (size_t)(gm >> 1) * a.pstride : 0);
-                    bytes16 y, e, n1, n2, h, f, xr, o1, o2;
+                    bytes16 y, e, n1, n2, h, f, xr, o1, o2, pb;
                     y.v = *(const int4 *)((ph ? Gs : Fs) + sw(row, col));
                     h.v = *(const int4 *)(Xh + sw(row, col));
-                    e.v = *(const int4 *)((ph ? THs : TFs) + row * H + col);
-                    if (R > 0) {
+                    e.v = *(const int4 *)((ph ? THs : TFs) + sw(row, col));
+                    if (R > 0 && SEP) pb.v = *(const int4 *)(Pb + ph * RBM * H + sw(row, col));
+                    else if (R > 0) {
                         n1.v = __ldg((const int4 *)(blob + voff + col));
                         n2.v = __ldg((const int4 *)(blob + voff + H + col));
                     }
                     if (ph) {
                         f.v = *(const int4 *)(Fs + sw(row, col));
-                        xr.v = __ldg((const int4 *)(a.X + gi));
+                        xr.v = *(const int4 *)(XS + sw(row, col));
                     }
                     const int sg = (gm & 1) ? -1 : 1;
-                    const bool reset = ph && ok && rzn[gm];
+                    const bool reset = ph && rzs[row];
 #pragma unroll
                     for (int b = 0; b < 16; b++) {
                         const int bv = ph ? bhv.b[b] : bfv.b[b];
-                        const int bb = R > 0 ? egg_vec_pert(bv, n1.b[b], n2.b[b], sg, ps) : bv;
+                        const int bb = R > 0 ? (SEP ? pb.b[b] : egg_vec_pert(bv, n1.b[b], n2.b[b], sg, ps)) : bv;
                         const int v = clip4(y.b[b] + e.b[b] + bb);
                         if (ph == 0) {
                             o1.b[b] = (signed char)v;
@@ -999,28 +1047,33 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                                 u.w = (&o2.v.x)[w];
                                 sa += abs_sum4(u);
                             }
-#pragma unroll
-                            for (int o = 1; o < H / 16; o <<= 1) sa += __shfl_xor_sync(0xffffffffu, sa, o);
+                            sa += __shfl_xor_sync(0xffffffffu, sa, 1); /* the row's 8 lanes (H = 128) */
+                            sa += __shfl_xor_sync(0xffffffffu, sa, 2);
+                            sa += __shfl_xor_sync(0xffffffffu, sa, 8);
                             const int32_t dd = egg_ln_div(sa, H);
                             const egg_div16 dv = egg_div16_make(dd > 1 ? dd : 2);
-                            bytes16 l1, l2, xo;
-                            if (R > 0) {
-                                l1.v = __ldg((const int4 *)(blob + a.off_ln + col));
-                                l2.v = __ldg((const int4 *)(blob + a.off_ln + H + col));
-                            }
+                            bytes16 wl, xo;
+                            wl.v = R > 0 ? *(const int4 *)(Pb + 2 * RBM * H + sw(row, col)) : lw.v;
 #pragma unroll
-                            for (int b = 0; b < 16; b++) {
-                                const int wv = R > 0 ? egg_vec_pert(lw.b[b], l1.b[b], l2.b[b], sg, ps) : lw.b[b];
-                                xo.b[b] = (signed char)ln_apply(o2.b[b], wv, dd, dv);
-                            }
+                            for (int b = 0; b < 16; b++) xo.b[b] = (signed char)ln_apply(o2.b[b], wl.b[b], dd, dv);
                             if (ok) *(int4 *)(a.XN + gi) = xo.v;
                         }
                     }
                 }
-                fence_proxy_async(); /* g (phase 0) next read by the tensor cores */
+                fence_proxy_async(); /* g (phase 0) and the state h (phase 1) next read by the tensor cores */
                 __syncthreads();
+                /* prefetch into the tiles this pass has finished with */
+                if (ph == 0) {
+                    if (SEP) { if (t + 1 < a.tc) load_t(TFs, a.TF, t + 1, m0); }
+                    else load_t(XS, a.X, t, m0);
+                } else if (t + 1 < a.tc) {
+                    load_t(THs, a.TH, t + 1, m0);
+                    load_t(SEP ? XS : TFs, SEP ? a.X : a.TF, t + 1, m0);
+                }
+                cp_commit();
             }
         }
+        cp_wait<0>();
         for (int ch = tid; ch < RBM * H / 16; ch += NT) { /* the state after the chunk */
             const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
             if (gm < n) *(int4 *)(a.Hs + (size_t)gm * H + c) = *(const int4 *)(Xh + sw(row, c));
