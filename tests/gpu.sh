@@ -44,7 +44,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # token-0 state resets inside and at the edges of chunks (the token file has ~1/301 zeros).
 # Paths, each of which must match the CPU: the forward's big GEMMs at rank <= 1 run in a persistent
 # kernel (mmp; EGG_CUDA_MMP=n caps its CTAs so each walks many tiles, EGG_CUDA_MMP=0 uses the
-# per-tile kernel); on an sm_90a build the recurrence at hidden 128/256 (rank <= 1) is one kernel
+# per-tile kernel; on sm_90a its X and W tiles come by TMA, EGG_CUDA_TMA=0: cp.async); on an sm_90a build the recurrence at hidden 128/256 (rank <= 1) is one kernel
 # per layer and chunk (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136
 # blocks on 132 SMs), EGG_CUDA_RCHUNK=0 and every other shape use two GEMMs per timestep;
 # EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow
@@ -69,6 +69,7 @@ configs=(
   "h256-r1-gemm-recurrence|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 7|EGG_CUDA_RCHUNK=0"
   "h128-r1-rchunk-chunked-resets|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 9 --data $T/t.bin|EGG_CUDA_TCHUNK=4"
   "h256-r1-rchunk-2-row-blocks-per-sm|--hidden 256 --layers 1 --rank 1 --pop 8704 --seq 5|EGG_CUDA_TCHUNK=2"
+  "h160-r1-mmp-cp-async-loader|--hidden 160 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_TMA=0 EGG_CUDA_MMP=5"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

@@ -13,6 +13,10 @@
  * [layer][members][H]; per-step noise [pair][blob] in the CPU's blob layout
  * (matrices: A [r][out] then B [r][in]; vectors n1[n] then n2[n]). */
 #include <cuda_runtime.h>
+#if !defined(__HIPCC__)
+#include <cuda.h>         /* CUtensorMap: the persistent GEMM's TMA descriptors */
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled (from the runtime's driver entry point: no -lcuda) */
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +100,7 @@ struct MMArgs {
     int wrap;                        /* rows are [time][members]: pair of row m = (m/2) % wrap; 0 = m/2 */
     /* BIAS_MIX (candidate c = y): h' = mix(f, c, hs); Y = clip(h' + xres); hs = rz[m] ? 0 : h' (rz never NULL) */
     const int8_t *f, *xres; int8_t *hs; const uint8_t *rz;
+    int tma;                         /* persistent GEMM on sm_90a: X and W tiles by TMA (tensor maps passed with the launch) */
 };
 __device__ __forceinline__ int pair_of(const MMArgs &a, int m) { return a.wrap ? (m >> 1) % a.wrap : (m >> 1); }
 
@@ -511,7 +516,7 @@ __device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
  * operations as epi_tile4. */
 #define OLD (BN + 16) /* staging-tile row: 144 bytes, conflict-free char2 writes */
 __host__ __device__ constexpr int mmp_smem_bytes() {
-    return STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * BK + 2 * (BM / 2) * BN + BM * OLD + BM * 4;
+    return STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * BK + 2 * (BM / 2) * BN + BM * OLD + BM * 4 + STAGES * 8;
 }
 union bytes16 { int4 v; signed char b[16]; };
 /* bytes {clip8(u0), clip8(u1), 0, 0}: the lower bound by max, the upper by the
@@ -557,10 +562,32 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* TMA: a 2-D box of a tensor map into shared memory, completing transaction bytes on an mbarrier */
+__device__ __forceinline__ void mbar_init(uint64_t *bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
+    const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(b), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"((uint64_t)map), "r"(c0), "r"(c1),
+                 "r"((unsigned)__cvta_generic_to_shared(bar))
+                 : "memory");
+}
 #endif
 
 template <int MODE, int R>
-__global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
+__global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
+                                                         const __grid_constant__ CUtensorMap tmw) {
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Xs = (int8_t *)smem;              /* [STAGES][BM][LDS] */
     int8_t *Ws = Xs + STAGES * BM * LDS;      /* [STAGES][BN][LDS] */
@@ -568,7 +595,18 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
     int8_t *As = Bs + STAGES * (BM / 2) * BK; /* [2][BM/2][BN]: the pairs' A row, by tile parity */
     int8_t *Os = As + 2 * (BM / 2) * BN;      /* [BM][OLD]: int8 results */
     int *ts = (int *)(Os + BM * OLD);         /* [BM]: sign * (x . B) */
+    uint64_t *bars = (uint64_t *)(ts + BM);   /* [STAGES]: TMA completion (a.tma) */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+#ifdef MMP_WGMMA
+    const bool tma = a.tma;
+    if (tma && tid == 0) {
+        for (int st = 0; st < STAGES; st++) mbar_init(bars + st, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+#else
+    (void)bars; (void)tmx; (void)tmw;
+#endif
     const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
     (void)wm; (void)wn; /* the wgmma path maps warps by warpgroup */
     const int ntiles = a.mtn * a.ntn, G = (int)gridDim.x;
@@ -592,6 +630,15 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
     if (mine > 0) l_tile();
     auto load_next = [&](int st) {
         const int it = l_it, kt = l_kt, m0 = l_m0, n0 = l_n0, k0 = kt * BK;
+#ifdef MMP_WGMMA
+        if (tma) { /* one thread: the X and W boxes (zeros outside the matrices), 64B-swizzled as wgmma reads them */
+            if (tid == 0) {
+                mbar_expect_tx(bars + st, (BM + BN) * BK);
+                tma_load_2d(Xs + st * BM * LDS, &tmx, k0, m0, bars + st);
+                tma_load_2d(Ws + st * BN * LDS, &tmw, k0, n0, bars + st);
+            }
+        } else
+#endif
 #pragma unroll
         for (int q = 0; q < 2; q++) {
             const int ch = tid + q * NTHREADS, row = ch >> 2, c = ch & 3;
@@ -653,7 +700,8 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a) {
         for (int kt = 0; kt < KT; kt++, j++) {
             cp_wait<STAGES - 2>();
 #ifdef MMP_WGMMA
-            fence_proxy_async(); /* this thread's cp.async data, next read by the tensor cores */
+            if (tma) mbar_wait(bars + j % STAGES, (unsigned)(j / STAGES) & 1);
+            else fence_proxy_async(); /* this thread's cp.async data, next read by the tensor cores */
 #endif
             __syncthreads();
 #ifndef MMP_WGMMA
@@ -1510,6 +1558,9 @@ struct CudaImpl {
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
+#ifdef EGG_MMP
+    PFN_cuTensorMapEncodeTiled_v12000 tmap_encode; /* sm_90a: its X and W tiles by TMA (NULL: cp.async; EGG_CUDA_TMA=0) */
+#endif
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
     cudaGraph_t graph;        /* the training forward (all timesteps), captured once */
     cudaGraphExec_t gexec;
@@ -1568,6 +1619,17 @@ static void ctx_free(Ctx *c) {
     memset(c, 0, sizeof *c);
 }
 
+#ifdef EGG_MMP
+/* the tensor map of a row-major int8 matrix [rows][cols] (row pitch ld bytes) read in boxes of
+ * BK columns x box_rows rows, 64B-swizzled (the layout wg_off describes), zeros outside */
+static bool tmap_2d(CudaImpl *c, CUtensorMap *m, const int8_t *p, int cols, int rows, int ld, int box_rows) {
+    const cuuint64_t dim[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)ld};
+    const cuuint32_t box[2] = {BK, (cuuint32_t)box_rows}, es[2] = {1, 1};
+    return c->tmap_encode(m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dim, stride, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                          CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+#endif
 static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
     dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN, 1);
 #ifdef EGG_MMP
@@ -1581,8 +1643,13 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
         a.mtn = (int)grid.x;
         a.ntn = (int)grid.y;
         const int tiles = a.mtn * a.ntn, nb = tiles < c->mmp_ctas ? tiles : c->mmp_ctas, sm = mmp_smem_bytes();
+        CUtensorMap tmx, tmw;
+        memset(&tmx, 0, sizeof tmx);
+        memset(&tmw, 0, sizeof tmw);
+        a.tma = c->tmap_encode && (((uintptr_t)a.X | (uintptr_t)a.W | (uintptr_t)a.ldx | (uintptr_t)a.ldw) & 15) == 0 &&
+                tmap_2d(c, &tmx, a.X, a.K, a.M, a.ldx, BM) && tmap_2d(c, &tmw, a.W, a.K, a.N, a.ldw, BN);
 #define MMP_GO(M)                                                                                                   \
-    (a.r ? mmp_kernel<M, 1><<<nb, NTHREADS, sm, c->st>>>(a) : mmp_kernel<M, 0><<<nb, NTHREADS, sm, c->st>>>(a))
+    (a.r ? mmp_kernel<M, 1><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw) : mmp_kernel<M, 0><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw))
         switch (mode) {
         case MODE_PLAIN: MMP_GO(MODE_PLAIN); break;
         case MODE_RESID: MMP_GO(MODE_RESID); break;
@@ -2074,7 +2141,12 @@ extern "C" double egg_cuda_mma_peak_tops(int dev) {
 #endif
     auto go = [&]() {
 #ifdef EGG_MMP
-        if (have) { mmp_kernel<MODE_PLAIN, 0><<<grid, NTHREADS, smem>>>(a); return; }
+        if (have) {
+            CUtensorMap none;
+            memset(&none, 0, sizeof none);
+            mmp_kernel<MODE_PLAIN, 0><<<grid, NTHREADS, smem>>>(a, none, none);
+            return;
+        }
 #endif
         mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem>>>(a);
     };
@@ -2191,6 +2263,15 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         CK(cudaMemcpyAsync(&have, probe, sizeof(int), cudaMemcpyDeviceToHost, c->st));
         CK(cudaStreamSynchronize(c->st));
         CK(cudaFree(probe));
+        c->tmap_encode = NULL;
+        if (have && c->mmp_ctas > 0 && !(getenv("EGG_CUDA_TMA") && atoi(getenv("EGG_CUDA_TMA")) == 0)) {
+            void *fn = NULL;
+            cudaDriverEntryPointQueryResult q;
+            if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+                q == cudaDriverEntryPointSuccess)
+                c->tmap_encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+            cudaGetLastError();
+        }
         {
             const char *ec = getenv("EGG_CUDA_RCHUNK");
             c->rchunk = have && !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
