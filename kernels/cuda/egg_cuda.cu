@@ -475,22 +475,20 @@ __global__ void __launch_bounds__(NTHREADS, MM_MIN_BLOCKS) mm_kernel(MMArgs a) {
 }
 
 /* --------------------------------------------------- EGG-LN helpers */
-#ifndef EGG_LN_DIV16
-#define EGG_LN_DIV16 1
-#endif
-/* egg_ln_apply: (x * w) / d truncating, clipped; with EGG_LN_DIV16 the division
- * is the exact multiply-shift of egg_div16 (as in the CPU's vectorised LN:
- * every int8 value the model holds is in -127..127, so |x w| < 2^14) */
-__device__ __forceinline__ int ln_apply(int x, int w, int32_t d, egg_div16 dv) {
-#if EGG_LN_DIV16
+/* egg_ln_apply, (x * w) / d truncating and clipped, as the exact multiply-shift
+ * of egg_div16 (as in the CPU's vectorised LN: every int8 value the model holds
+ * is in -127..127, so |x w| < 2^14): |x w| * M < 2^30, so egg_div16's two shifts
+ * are one, and d = 1 is M = 2^16 with the same shift */
+struct lnq { uint32_t M; int sh; };
+__device__ __forceinline__ lnq lnq_make(int32_t d) {
+    if (d <= 1) return {65536u, 16};
+    const egg_div16 v = egg_div16_make(d);
+    return {v.M, 16 + v.j};
+}
+__device__ __forceinline__ int ln_apply(int x, int w, lnq q) {
     const int p = x * w;
-    const uint32_t a = (uint32_t)(p < 0 ? -p : p);
-    const int q = d == 1 ? (int)a : (int)egg_div16_apply(a, dv);
-    return egg_clip8(p < 0 ? -q : q);
-#else
-    (void)dv;
-    return egg_ln_apply(x, w, d);
-#endif
+    const int r = min((int)(((uint32_t)abs(p) * q.M) >> q.sh), 127);
+    return p < 0 ? -r : r;
 }
 union w4u { int w; signed char b[4]; };
 __device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
@@ -762,33 +760,35 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
         const int8_t *Ab = As + (it & 1) * (BM / 2) * BN;
         const int s = a.s, ps = a.pshift;
 #ifdef MMP_WGMMA /* wgmma D: warp w of the warpgroup holds rows 16w + lane/4 (+8), columns 8j + 2(lane%4) (+1) */
+        constexpr int EI = 1, EJ = 16;
+        const int rbase = warp * 16, cbase = 0;
+#else
+        constexpr int EI = 4, EJ = 4;
+        const int rbase = wm * 64, cbase = wn * 32;
+#endif
 #pragma unroll
-        for (int i = 0; i < 1; i++)
+        for (int i = 0; i < EI; i++)
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
-                const int ml = warp * 16 + gid + hr * 8;
+                const int ml = rbase + i * 16 + gid + hr * 8;
                 const int t = R > 0 ? ts[ml] : 0;
+                /* the row's A values first: the compiler keeps shared loads behind earlier shared stores */
+                unsigned short Av[EJ];
 #pragma unroll
-                for (int jn = 0; jn < 16; jn++) {
-                    const int col = jn * 8 + tig * 2;
+                for (int jn = 0; jn < EJ; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ab + (ml >> 1) * BN + cbase + jn * 8 + tig * 2) : 0;
+#pragma unroll
+                for (int jn = 0; jn < EJ; jn++) {
+                    const int col = cbase + jn * 8 + tig * 2;
+#ifdef MMP_WGMMA
                     const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
 #else
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int hr = 0; hr < 2; hr++) {
-                const int ml = wm * 64 + i * 16 + gid + hr * 8;
-                const int t = R > 0 ? ts[ml] : 0;
-#pragma unroll
-                for (int jn = 0; jn < 4; jn++) {
-                    const int col = wn * 32 + jn * 8 + tig * 2;
                     const int v0 = acc[i][jn][hr * 2], v1 = acc[i][jn][hr * 2 + 1];
 #endif
                     int u0, u1;
                     if (R > 0) {
-                        const char2 A = *(const char2 *)(Ab + (ml >> 1) * BN + col);
-                        u0 = (v0 + ((t * A.x) >> ps)) >> s;
-                        u1 = (v1 + ((t * A.y) >> ps)) >> s;
+                        const int A0 = (signed char)(Av[jn] & 0xff), A1 = (signed char)(Av[jn] >> 8);
+                        u0 = (v0 + ((t * A0) >> ps)) >> s;
+                        u1 = (v1 + ((t * A1) >> ps)) >> s;
                     } else {
                         u0 = v0 >> s;
                         u1 = v1 >> s;
@@ -979,15 +979,18 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
         for (int hr = 0; hr < 2; hr++) {
             const int row = w4 * 16 + gid + hr * 8;
             const int t = R > 0 ? ts[row] : 0;
+            unsigned short Av[NW / 8]; /* loads first: they would wait behind the stores below */
+#pragma unroll
+            for (int jn = 0; jn < NW / 8; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ap + (row >> 1) * AP + wg * NW + jn * 8 + tig * 2) : 0;
 #pragma unroll
             for (int jn = 0; jn < NW / 8; jn++) {
                 const int c0 = wg * NW + jn * 8 + tig * 2;
                 const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
                 int u0 = v0 >> s, u1 = v1 >> s;
                 if (R > 0) {
-                    const char2 A = *(const char2 *)(Ap + (row >> 1) * AP + c0);
-                    u0 = (v0 + ((t * A.x) >> ps)) >> s;
-                    u1 = (v1 + ((t * A.y) >> ps)) >> s;
+                    const int A0 = (signed char)(Av[jn] & 0xff), A1 = (signed char)(Av[jn] >> 8);
+                    u0 = (v0 + ((t * A0) >> ps)) >> s;
+                    u1 = (v1 + ((t * A1) >> ps)) >> s;
                 }
                 *(unsigned short *)(Ys + sw(row, c0)) = (unsigned short)pack2_clip8(u0, u1);
             }
@@ -1099,11 +1102,11 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                             sa += __shfl_xor_sync(0xffffffffu, sa, 2);
                             sa += __shfl_xor_sync(0xffffffffu, sa, 8);
                             const int32_t dd = egg_ln_div(sa, H);
-                            const egg_div16 dv = egg_div16_make(dd > 1 ? dd : 2);
+                            const lnq dv = lnq_make(dd);
                             bytes16 wl, xo;
                             wl.v = R > 0 ? *(const int4 *)(Pb + 2 * RBM * H + sw(row, col)) : lw.v;
 #pragma unroll
-                            for (int b = 0; b < 16; b++) xo.b[b] = (signed char)ln_apply(o2.b[b], wl.b[b], dd, dv);
+                            for (int b = 0; b < 16; b++) xo.b[b] = (signed char)ln_apply(o2.b[b], wl.b[b], dv);
                             if (ok) *(int4 *)(a.XN + gi) = xo.v;
                         }
                     }
@@ -1166,11 +1169,29 @@ __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w,
 
 
 
+/* the nm members' perturbed copies of LN weight vector w (H, a multiple of 4):
+ * wp[m][k] = egg_vec_pert(w[k], n1[k], n2[k], +1 (m even) / -1 (m odd)) of pair m/2,
+ * once per step, so the LN kernels (a row per member and timestep) only read them */
+__global__ void lnpert_kernel(int nm, int H, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff, int pshift,
+                              int8_t *wp) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, hw = H >> 2;
+    if (i >= nm * hw) return;
+    const int m = i / hw, k = (i - m * hw) * 4, sg = (m & 1) ? -1 : 1;
+    const int8_t *n1 = noise + (size_t)(m >> 1) * pstride + voff + k;
+    w4u wv, a, b, o;
+    wv.w = *(const int *)(w + k);
+    a.w = *(const int *)n1;
+    b.w = *(const int *)(n1 + H);
+#pragma unroll
+    for (int e = 0; e < 4; e++) o.b[e] = (signed char)egg_vec_pert(wv.b[e], a.b[e], b.b[e], sg, pshift);
+    *(int *)(wp + (size_t)m * H + k) = o.w;
+}
+
 /* EGG-LN of rows [time][members] (nm members per timestep), a warp per two
  * consecutive rows: with noise they are the two members of one pair (nm is
  * even), which share the weights' noise with opposite signs. */
 __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride,
-                          size_t voff, int pshift, int8_t *Y) {
+                          size_t voff, int pshift, const int8_t *wp, int8_t *Y) {
     const int r0 = 2 * (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)), lane = threadIdx.x & 31;
     if (r0 >= rows) return;
     const bool two = r0 + 1 < rows;
@@ -1188,19 +1209,23 @@ __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t
         s1 += __shfl_xor_sync(0xffffffffu, s1, off);
     }
     const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
-    const egg_div16 dv0 = egg_div16_make(d0 > 1 ? d0 : 2), dv1 = egg_div16_make(d1 > 1 ? d1 : 2);
+    const lnq dv0 = lnq_make(d0), dv1 = lnq_make(d1);
     const int8_t *n1 = noise ? noise + (size_t)((r0 % nm) >> 1) * pstride + voff : NULL;
+    const int8_t *p0 = wp ? wp + (size_t)(r0 % nm) * H : NULL;
 #pragma unroll 4
     for (int i = lane; i < H; i += 32) {
         const int wi = w[i];
         int w0 = wi, w1 = wi;
-        if (n1) {
+        if (p0) {
+            w0 = p0[i];
+            w1 = p0[H + i];
+        } else if (n1) {
             const int a = n1[i], b = n1[H + i];
             w0 = egg_vec_pert(wi, a, b, 1, pshift);
             w1 = egg_vec_pert(wi, a, b, -1, pshift);
         }
-        y0[i] = (int8_t)ln_apply(x0[i], w0, d0, dv0);
-        if (two) y1[i] = (int8_t)ln_apply(x1[i], w1, d1, dv1);
+        y0[i] = (int8_t)ln_apply(x0[i], w0, dv0);
+        if (two) y1[i] = (int8_t)ln_apply(x1[i], w1, dv1);
     }
 }
 
@@ -1236,7 +1261,7 @@ template <int K4> __device__ __forceinline__ void st_words(int8_t *p, const w4u 
 /* P member pairs per warp, every load of the P pairs issued before the first use */
 template <int K4, int P>
 __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride,
-                              size_t voff, int pshift, int8_t *Y) {
+                              size_t voff, int pshift, const int8_t *wp, int8_t *Y) {
     constexpr int H = 128 * K4;
     const int wq = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (2 * wq * P >= rows) return;
@@ -1252,7 +1277,11 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
         if (r0 >= rows) continue;
         ld_words<K4>(x0[pp], X + (size_t)r0 * H + off);
         if (r0 + 1 < rows) ld_words<K4>(x1[pp], X + (size_t)(r0 + 1) * H + off);
-        if (noisy) {
+        if (wp) { /* the pair's two members' perturbed weights */
+            const int8_t *p0 = wp + (size_t)(r0 % nm) * H + off;
+            ld_words<K4>(a1[pp], p0);
+            ld_words<K4>(a2[pp], p0 + H);
+        } else if (noisy) {
             const int8_t *n1 = noise + (size_t)((r0 % nm) >> 1) * pstride + voff + off;
             ld_words<K4>(a1[pp], n1);
             ld_words<K4>(a2[pp], n1 + H);
@@ -1273,7 +1302,7 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
         }
         if (r0 >= rows) continue;
         const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
-        const egg_div16 dv0 = egg_div16_make(d0 > 1 ? d0 : 2), dv1 = egg_div16_make(d1 > 1 ? d1 : 2);
+        const lnq dv0 = lnq_make(d0), dv1 = lnq_make(d1);
         w4u y0[K4], y1[K4];
 #pragma unroll
         for (int q = 0; q < K4; q++)
@@ -1281,12 +1310,15 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
             for (int e = 0; e < 4; e++) {
                 const int wi = ww[q].b[e];
                 int w0 = wi, w1 = wi;
-                if (noisy) {
+                if (wp) {
+                    w0 = a1[pp][q].b[e];
+                    w1 = a2[pp][q].b[e];
+                } else if (noisy) {
                     w0 = egg_vec_pert(wi, a1[pp][q].b[e], a2[pp][q].b[e], 1, pshift);
                     w1 = egg_vec_pert(wi, a1[pp][q].b[e], a2[pp][q].b[e], -1, pshift);
                 }
-                y0[q].b[e] = (signed char)ln_apply(x0[pp][q].b[e], w0, d0, dv0);
-                y1[q].b[e] = (signed char)ln_apply(x1[pp][q].b[e], w1, d1, dv1);
+                y0[q].b[e] = (signed char)ln_apply(x0[pp][q].b[e], w0, dv0);
+                y1[q].b[e] = (signed char)ln_apply(x1[pp][q].b[e], w1, dv1);
             }
         st_words<K4>(Y + (size_t)r0 * H + off, y0);
         if (r0 + 1 < rows) st_words<K4>(Y + (size_t)(r0 + 1) * H + off, y1);
@@ -1558,6 +1590,7 @@ struct CudaImpl {
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
+    int8_t *lnp;              /* [2L+1][members][H]: the members' perturbed LN weights of the step (NULL: computed in the LN kernels) */
 #ifdef EGG_MMP
     PFN_cuTensorMapEncodeTiled_v12000 tmap_encode; /* sm_90a: its X and W tiles by TMA (NULL: cp.async; EGG_CUDA_TMA=0) */
 #endif
@@ -1708,18 +1741,19 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
 
 /* EGG-LN of `rows` rows [time][n members] with LN weight tensor `id`: a warp per
  * two rows, the wide-access kernel where H is 128, 256, 512 or 1024 */
-static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, const int8_t *nz, int8_t *Y, egg_err *err) {
+static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, const int8_t *nz, int8_t *Y, egg_err *err) {
     const int wpb = 8, nb = ((rows + 1) / 2 + wpb - 1) / wpb, H = c->H;
     const size_t vo = c->noff[id];
     const int8_t *w = tp(c, id);
+    const int8_t *wp = nz && c->lnp ? c->lnp + (size_t)v * n * H : NULL; /* the members' perturbed weights (lnpert_kernel) */
     const int np = (rows + 1) / 2;
-#define LNV(K4, P) ln_vec_kernel<K4, P><<<(np + wpb * P - 1) / (wpb * P), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, Y)
+#define LNV(K4, P) ln_vec_kernel<K4, P><<<(np + wpb * P - 1) / (wpb * P), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
     switch (c->ln_vec ? H : 0) { /* pairs per warp: loads in flight where a row is short */
     case 128: LNV(1, 4); break;
     case 256: LNV(2, 2); break;
     case 512: LNV(4, 1); break;
     case 1024: LNV(8, 1); break;
-    default: ln_kernel<<<nb, 32 * wpb, 0, c->st>>>(rows, n, H, X, w, nz, c->pstride, vo, c->pshift, Y); break;
+    default: ln_kernel<<<nb, 32 * wpb, 0, c->st>>>(rows, n, H, X, w, nz, c->pstride, vo, c->pshift, wp, Y); break;
     }
 #undef LNV
     CKL();
@@ -1734,6 +1768,16 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     int rc;
     CK(cudaMemsetAsync(x->scores, 0, sizeof(int32_t) * (size_t)n, c->st));
     prof_start(c);
+    if (nz && c->lnp) { /* the members' perturbed LN weights: LN1, LN2 of each layer, then the output LN */
+        for (int v = 0; v <= 2 * L; v++) {
+            const int id = v == 2 * L ? EGG_T_LNOUT(L) : EGG_T_LAYER(v / 2, 0) + (v & 1 ? EGG_L_LN2 : EGG_L_LN1);
+            const int nt = n * (H / 4);
+            lnpert_kernel<<<(nt + 255) / 256, 256, 0, c->st>>>(n, H, tp(c, id), nz, c->pstride, c->noff[id], c->pshift,
+                                                                c->lnp + (size_t)v * n * H);
+            CKL();
+        }
+        prof_mark(c, P_LN);
+    }
     for (int t0 = 0; t0 < T; t0 += x->tc) {
         const int tc = T - t0 < x->tc ? T - t0 : x->tc, rows = n * tc, rbt = (rows + wpb - 1) / wpb;
 #define EMBV(K4)                                                                                                    \
@@ -1752,7 +1796,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
             int8_t *Hl = x->Hs + (size_t)l * nh;
-            if ((rc = ln(c, rows, n, x->X, id0 + EGG_L_LN1, nz, x->XN, err))) return rc;
+            if ((rc = ln(c, rows, n, x->X, id0 + EGG_L_LN1, 2 * l, nz, x->XN, err))) return rc;
             prof_mark(c, P_LN);
             /* the input projections of the whole chunk at once */
             if ((rc = mm(c, x, rows, id0 + EGG_L_WF, noisy, x->XN, x->TF, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
@@ -1796,14 +1840,14 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     return rc;
             }
             prof_mark(c, P_MM_H);
-            if (!ln2_fused && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, nz, x->XN, err))) return rc;
+            if (!ln2_fused && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, x->XN, err))) return rc;
             prof_mark(c, P_LN2);
             if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_UP);
             if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, NULL, err))) return rc;
             prof_mark(c, P_DOWN);
         }
-        if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), nz, x->XN, err))) return rc;
+        if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), 2 * L, nz, x->XN, err))) return rc;
         prof_mark(c, P_LN);
         if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
         prof_mark(c, P_HEAD);
@@ -2089,7 +2133,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->train.X) ctx_free(&c->train);
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
-    cudaFree(c->params); cudaFree(c->noise); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
+    cudaFree(c->params); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
 #ifdef EGG_HAVE_NCCL
     if (c->have_comm) ncclCommDestroy(c->comm);
     cudaFree(c->xsend); cudaFree(c->xrecv);
@@ -2209,6 +2253,12 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
+    {   /* the perturbed LN weights where they take at most an eighth of what the plan leaves free (EGG_CUDA_LNPERT=0: off) */
+        const size_t lb = (size_t)(2 * m->L + 1) * (size_t)n * m->H;
+        const char *e = getenv("EGG_CUDA_LNPERT");
+        c->lnp = NULL;
+        if (n > 0 && m->H % 4 == 0 && !(e && atoi(e) == 0) && lb <= (fr - need) / 8) CK(cudaMalloc(&c->lnp, lb));
+    }
     CK(cudaMalloc(&c->changed, sizeof(unsigned long long)));
     CK(cudaMalloc(&c->seedep, 2 * sizeof(uint64_t)));
     int rc = ctx_alloc(&c->train, n > 0 ? n : 1, tc, m->H, m->L, m->V, ngroups, cfg->seq + 1, err);
