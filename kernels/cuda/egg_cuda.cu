@@ -698,10 +698,18 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
         for (int kt = 0; kt < KT; kt++, j++) {
             cp_wait<STAGES - 2>();
 #ifdef MMP_WGMMA
-            if (tma) mbar_wait(bars + j % STAGES, (unsigned)(j / STAGES) & 1);
-            else fence_proxy_async(); /* this thread's cp.async data, next read by the tensor cores */
-#endif
+            /* TMA: X and W have landed when the stage's mbarrier flips; the pairs' B chunks a thread reads
+             * below were copied by its own quad, so the warp's barrier makes them visible */
+            if (tma) {
+                mbar_wait(bars + j % STAGES, (unsigned)(j / STAGES) & 1);
+                __syncwarp();
+            } else {
+                fence_proxy_async(); /* this thread's cp.async data, next read by the tensor cores */
+                __syncthreads();
+            }
+#else
             __syncthreads();
+#endif
 #ifndef MMP_WGMMA
             {
                 const int nj = j + STAGES - 1;
@@ -891,6 +899,7 @@ struct RecChunk {
     const uint8_t *rz0;
     int8_t *Hs, *R;            /* state [n][H]; output [tc][n][H] */
     const int8_t *ln; size_t off_ln; int8_t *XN; /* H = 128: ln2, XN = LN(R) [tc][n][H] */
+    const int8_t *bpf, *bph;   /* H = 256: the members' perturbed bf, bh [n][H] (NULL: from the noise) */
     int n, tc, s, pshift;
 };
 template <int H> __host__ __device__ constexpr int rchunk_threads() { return 128 * (H / 64); }
@@ -1060,6 +1069,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                     h.v = *(const int4 *)(Xh + sw(row, col));
                     e.v = *(const int4 *)((ph ? THs : TFs) + sw(row, col));
                     if (R > 0 && SEP) pb.v = *(const int4 *)(Pb + ph * RBM * H + sw(row, col));
+                    else if (R > 0 && a.bpf) pb.v = __ldg((const int4 *)((ph ? a.bph : a.bpf) + (size_t)(ok ? gm : 0) * H + col));
                     else if (R > 0) {
                         n1.v = __ldg((const int4 *)(blob + voff + col));
                         n2.v = __ldg((const int4 *)(blob + voff + H + col));
@@ -1073,7 +1083,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
 #pragma unroll
                     for (int b = 0; b < 16; b++) {
                         const int bv = ph ? bhv.b[b] : bfv.b[b];
-                        const int bb = R > 0 ? (SEP ? pb.b[b] : egg_vec_pert(bv, n1.b[b], n2.b[b], sg, ps)) : bv;
+                        const int bb = R > 0 ? (SEP || a.bpf ? pb.b[b] : egg_vec_pert(bv, n1.b[b], n2.b[b], sg, ps)) : bv;
                         const int v = clip4(y.b[b] + e.b[b] + bb);
                         if (ph == 0) {
                             o1.b[b] = (signed char)v;
@@ -1590,7 +1600,8 @@ struct CudaImpl {
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
-    int8_t *lnp;              /* [2L+1][members][H]: the members' perturbed LN weights of the step (NULL: computed in the LN kernels) */
+    int8_t *lnp;              /* [4L+1][members][H]: the members' perturbed LN weights of the step (LN1, LN2 of each layer, the
+                                 output LN), then each layer's bf, bh (NULL: the kernels perturb them from the noise) */
 #ifdef EGG_MMP
     PFN_cuTensorMapEncodeTiled_v12000 tmap_encode; /* sm_90a: its X and W tiles by TMA (NULL: cp.async; EGG_CUDA_TMA=0) */
 #endif
@@ -1768,9 +1779,11 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     int rc;
     CK(cudaMemsetAsync(x->scores, 0, sizeof(int32_t) * (size_t)n, c->st));
     prof_start(c);
-    if (nz && c->lnp) { /* the members' perturbed LN weights: LN1, LN2 of each layer, then the output LN */
-        for (int v = 0; v <= 2 * L; v++) {
-            const int id = v == 2 * L ? EGG_T_LNOUT(L) : EGG_T_LAYER(v / 2, 0) + (v & 1 ? EGG_L_LN2 : EGG_L_LN1);
+    if (nz && c->lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, each layer's bf, bh */
+        for (int v = 0; v <= 4 * L; v++) {
+            const int id = v == 2 * L ? EGG_T_LNOUT(L)
+                         : v < 2 * L  ? EGG_T_LAYER(v / 2, 0) + (v & 1 ? EGG_L_LN2 : EGG_L_LN1)
+                                      : EGG_T_LAYER((v - 2 * L - 1) / 2, 0) + ((v - 2 * L - 1) & 1 ? EGG_L_BH : EGG_L_BF);
             const int nt = n * (H / 4);
             lnpert_kernel<<<(nt + 255) / 256, 256, 0, c->st>>>(n, H, tp(c, id), nz, c->pstride, c->noff[id], c->pshift,
                                                                 c->lnp + (size_t)v * n * H);
@@ -1816,6 +1829,10 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0;
                 rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
                 rc2.ln = tp(c, id0 + EGG_L_LN2); rc2.off_ln = c->noff[id0 + EGG_L_LN2]; rc2.XN = x->XN;
+                if (nz && c->lnp) {
+                    rc2.bpf = c->lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
+                    rc2.bph = rc2.bpf + (size_t)n * H;
+                }
                 const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
                 if (H == 256 && nz) rchunk_kernel<256, 1><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
                 else if (H == 256) rchunk_kernel<256, 0><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
@@ -2254,7 +2271,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
     {   /* the perturbed LN weights where they take at most an eighth of what the plan leaves free (EGG_CUDA_LNPERT=0: off) */
-        const size_t lb = (size_t)(2 * m->L + 1) * (size_t)n * m->H;
+        const size_t lb = (size_t)(4 * m->L + 1) * (size_t)n * m->H;
         const char *e = getenv("EGG_CUDA_LNPERT");
         c->lnp = NULL;
         if (n > 0 && m->H % 4 == 0 && !(e && atoi(e) == 0) && lb <= (fr - need) / 8) CK(cudaMalloc(&c->lnp, lb));
