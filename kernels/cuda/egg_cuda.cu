@@ -1341,7 +1341,7 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
  * here; later ones are reset by the GRU epilogue of the timestep before. */
 __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0,
                              int group, int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
-                             const uint64_t *seedep, int8_t *X, uint8_t *rz, int8_t *Hs) {
+                             const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz, int8_t *Hs) {
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= rows) return;
     const int m = row % n, dt = row / n;
@@ -1359,7 +1359,7 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
     }
     uint32_t pair = (uint32_t)((m0 + m) >> 1);
     /* seed and epoch come from device memory so a captured graph replays every step */
-    uint64_t key = egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
+    uint64_t key = ekeys ? ekeys[m >> 1] : egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
     int sign = (m & 1) ? -1 : 1, av[GPU_RMAX];
     for (int j = 0; j < r; j++) av[j] = sign * egg_noise(key, (uint32_t)(tok * r + j));
     const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff;
@@ -1374,7 +1374,7 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
 template <int K4>
 __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0, int group,
                                  int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
-                                 const uint64_t *seedep, int8_t *X, uint8_t *rz, int8_t *Hs) {
+                                 const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz, int8_t *Hs) {
     constexpr int H = 128 * K4;
     const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= rows) return;
@@ -1393,7 +1393,7 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
         return;
     }
     const uint32_t pair = (uint32_t)((m0 + m) >> 1);
-    const uint64_t key = egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
+    const uint64_t key = ekeys ? ekeys[m >> 1] : egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
     const int sign = (m & 1) ? -1 : 1;
     const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff + off;
     int p[K4][4] = {};
@@ -1411,6 +1411,12 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
 #pragma unroll
         for (int c = 0; c < 4; c++) e[q].b[c] = (signed char)egg_clip8(e[q].b[c] + (p[q][c] >> pshift));
     st_words<K4>(x, e);
+}
+
+/* the embedding noise's key of each local pair p (global pair m0/2 + p), once per step instead of per row */
+__global__ void emb_keys_kernel(int np, int m0, const uint64_t *seedep, uint64_t *keys) {
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < np) keys[p] = egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, (uint32_t)((m0 >> 1) + p));
 }
 
 /* loss_kernel for V = 128 * K4 <= 4096 (a warp's sum of EXP2 < 2^32): word loads,
@@ -1522,32 +1528,46 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
 }
 
 /* update operands: Lm[o][e*r+j] = s_e * A_e[o][j], Rm[i][e*r+j] = B_e[i][j]; zero padding to Kp */
+#define UPD_ROWS 16 /* operand rows per block: an entry's key (three mix64 rounds) once per 16 rows */
 __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t seed, uint32_t epoch, uint32_t id,
                                     const int *ek, const int8_t *es, int8_t *Lm, int8_t *Rm) {
-    int row = blockIdx.y;   /* 0..N+K-1 */
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (col >= Kp) return;
-    int e = col / r, j = col % r;
-    int8_t v = 0;
+    const int e = col / r, j = col % r, r0 = blockIdx.y * UPD_ROWS, r1 = min(N + K, r0 + UPD_ROWS);
+    uint64_t key = 0;
+    int sg = 0;
     if (e < E) {
-        uint64_t key = egg_noise_key(seed, epoch, id, (uint32_t)ek[e]);
-        if (row < N) v = (int8_t)(es[e] * egg_noise(key, (uint32_t)(row * r + j)));
-        else v = (int8_t)egg_noise(key, (uint32_t)(N * r + (row - N) * r + j));
+        key = egg_noise_key(seed, epoch, id, (uint32_t)ek[e]);
+        sg = es[e];
     }
-    if (row < N) Lm[(size_t)row * Kp + col] = v;
-    else Rm[(size_t)(row - N) * Kp + col] = v;
+    for (int row = r0; row < r1; row++) { /* rows 0..N-1: Lm, N..N+K-1: Rm */
+        int8_t v = 0;
+        if (e < E) {
+            if (row < N) v = (int8_t)(sg * egg_noise(key, (uint32_t)(row * r + j)));
+            else v = (int8_t)egg_noise(key, (uint32_t)(N * r + (row - N) * r + j));
+        }
+        if (row < N) Lm[(size_t)row * Kp + col] = v;
+        else Rm[(size_t)(row - N) * Kp + col] = v;
+    }
 }
 
 __global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint32_t id, const int *ek, const int8_t *es,
                                int32_t *Z) {
     /* block (i-chunk, e-chunk): each thread one element i, a slice of entries */
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    int e0 = blockIdx.y * 256, e1 = min(E, e0 + 256);
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int e0 = blockIdx.y * 256, e1 = min(E, e0 + 256);
+    __shared__ uint64_t keys[256]; /* the slice's keys, once per block */
+    __shared__ int sgs[256];
+    for (int q = threadIdx.x; q < e1 - e0; q += blockDim.x) {
+        keys[q] = egg_noise_key(seed, epoch, id, (uint32_t)ek[e0 + q]);
+        sgs[q] = es[e0 + q];
+    }
+    __syncthreads();
     if (i >= n) return;
     int32_t z = 0;
     for (int e = e0; e < e1; e++) {
-        uint64_t key = egg_noise_key(seed, epoch, id, (uint32_t)ek[e]);
-        z += es[e] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
+        const uint64_t key = keys[e - e0];
+        z += sgs[e - e0] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
     }
     if (z) atomicAdd(&Z[i], z);
 }
@@ -1600,6 +1620,7 @@ struct CudaImpl {
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
+    uint64_t *ekeys;          /* [pairs]: the embedding noise's keys of the step */
     int8_t *lnp;              /* [4L+1][members][H]: the members' perturbed LN weights of the step (LN1, LN2 of each layer, the
                                  output LN), then each layer's bf, bh (NULL: the kernels perturb them from the noise) */
 #ifdef EGG_MMP
@@ -1779,6 +1800,11 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     int rc;
     CK(cudaMemsetAsync(x->scores, 0, sizeof(int32_t) * (size_t)n, c->st));
     prof_start(c);
+    const uint64_t *ek = nz && c->ekeys ? c->ekeys : NULL; /* the pairs' embedding-noise keys of the step */
+    if (ek) {
+        emb_keys_kernel<<<(n / 2 + 255) / 256, 256, 0, c->st>>>(n / 2, m0, c->seedep, c->ekeys);
+        CKL();
+    }
     if (nz && c->lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, each layer's bf, bh */
         for (int v = 0; v <= 4 * L; v++) {
             const int id = v == 2 * L ? EGG_T_LNOUT(L)
@@ -1795,14 +1821,14 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         const int tc = T - t0 < x->tc ? T - t0 : x->tc, rows = n * tc, rbt = (rows + wpb - 1) / wpb;
 #define EMBV(K4)                                                                                                    \
     embed_vec_kernel<K4><<<rbt, 32 * wpb, 0, c->st>>>(rows, n, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0, \
-                                                      tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, x->X, x->rz, x->Hs)
+                                                      tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz, x->Hs)
         if (c->ln_vec && H == 128) EMBV(1);
         else if (c->ln_vec && H == 256) EMBV(2);
         else if (c->ln_vec && H == 512) EMBV(4);
         else if (c->ln_vec && H == 1024) EMBV(8);
         else
         embed_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,
-                                                  tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, x->X, x->rz,
+                                                  tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz,
                                                   x->Hs);
         CKL();
         prof_mark(c, P_EMB);
@@ -1992,7 +2018,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
                 CK(cudaMalloc(&c->Lm, need));
             }
             c->Rm = c->Lm + (size_t)N * Kp;
-            dim3 g((unsigned)((Kp + 255) / 256), (unsigned)(N + K));
+            dim3 g((unsigned)((Kp + 255) / 256), (unsigned)((N + K + UPD_ROWS - 1) / UPD_ROWS));
             upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, r, seed, epoch, (uint32_t)id, c->ek, c->es, c->Lm, c->Rm);
             CKL();
             prof_mark(c, P_UPD_OP);
@@ -2150,7 +2176,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->train.X) ctx_free(&c->train);
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
-    cudaFree(c->params); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
+    cudaFree(c->params); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
 #ifdef EGG_HAVE_NCCL
     if (c->have_comm) ncclCommDestroy(c->comm);
     cudaFree(c->xsend); cudaFree(c->xrecv);
@@ -2270,6 +2296,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
+    CK(cudaMalloc(&c->ekeys, sizeof(uint64_t) * (size_t)(np > 0 ? np : 1)));
     {   /* the perturbed LN weights where they take at most an eighth of what the plan leaves free (EGG_CUDA_LNPERT=0: off) */
         const size_t lb = (size_t)(4 * m->L + 1) * (size_t)n * m->H;
         const char *e = getenv("EGG_CUDA_LNPERT");
