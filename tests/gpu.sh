@@ -49,7 +49,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # blocks on 132 SMs), EGG_CUDA_RCHUNK=0 and every other shape use two GEMMs per timestep;
 # EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow
 # (EGG_CUDA_LNVEC=0: the byte-per-lane kernels); the members' perturbed LN weights are computed
-# once per step (EGG_CUDA_LNPERT=0: inside the LN kernels).
+# once per step (EGG_CUDA_LNPERT=0: inside the LN kernels). Perturbation shifts 4 and 10
+# (sigma-shift 0 and 6) in the rank-1 epilogues of the persistent GEMM and the fused recurrence.
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -72,6 +73,8 @@ configs=(
   "h256-r1-rchunk-2-row-blocks-per-sm|--hidden 256 --layers 1 --rank 1 --pop 8704 --seq 5|EGG_CUDA_TCHUNK=2"
   "h160-r1-mmp-cp-async-loader|--hidden 160 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_TMA=0 EGG_CUDA_MMP=5"
   "h256-r2-ln-noise-in-kernel|--hidden 256 --layers 2 --rank 2 --pop 130 --seq 6|EGG_CUDA_LNPERT=0"
+  "h128-r1-sigma6-pert-shift-10|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 8 --sigma-shift 6"
+  "h256-r1-sigma0-pert-shift-4|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 6 --sigma-shift 0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then
