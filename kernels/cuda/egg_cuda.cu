@@ -1687,12 +1687,24 @@ static void ctx_free(Ctx *c) {
 #ifdef EGG_MMP
 /* the tensor map of a row-major int8 matrix [rows][cols] (row pitch ld bytes) read in boxes of
  * BK columns x box_rows rows, 64B-swizzled (the layout wg_off describes), zeros outside */
-static bool tmap_2d(CudaImpl *c, CUtensorMap *m, const int8_t *p, int cols, int rows, int ld, int box_rows) {
+static bool tmap_2d(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const int8_t *p, int cols, int rows, int ld,
+                    int box_rows) {
     const cuuint64_t dim[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)ld};
     const cuuint32_t box[2] = {BK, (cuuint32_t)box_rows}, es[2] = {1, 1};
-    return c->tmap_encode(m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dim, stride, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+    return enc(m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dim, stride, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
                           CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+/* the driver's tensor-map encoder through the runtime (no -lcuda); NULL where unavailable */
+static PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder(void) {
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return (PFN_cuTensorMapEncodeTiled_v12000)fn;
 }
 #endif
 static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
@@ -1712,7 +1724,7 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
         memset(&tmx, 0, sizeof tmx);
         memset(&tmw, 0, sizeof tmw);
         a.tma = c->tmap_encode && (((uintptr_t)a.X | (uintptr_t)a.W | (uintptr_t)a.ldx | (uintptr_t)a.ldw) & 15) == 0 &&
-                tmap_2d(c, &tmx, a.X, a.K, a.M, a.ldx, BM) && tmap_2d(c, &tmw, a.W, a.K, a.N, a.ldw, BN);
+                tmap_2d(c->tmap_encode, &tmx, a.X, a.K, a.M, a.ldx, BM) && tmap_2d(c->tmap_encode, &tmw, a.W, a.K, a.N, a.ldw, BN);
 #define MMP_GO(M)                                                                                                   \
     (a.r ? mmp_kernel<M, 1><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw) : mmp_kernel<M, 0><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw))
         switch (mode) {
@@ -2190,7 +2202,8 @@ static void cuda_destroy(egg_backend *be) {
 
 /* A plain int8 GEMM (r = 0, 8192^3) timed on the device: the "measured MMA peak"
  * that --bench reports its int8 rate against. It is the fastest GEMM this binary
- * has for the GPU: the persistent wgmma kernel on an sm_90a build, else mm_kernel. */
+ * has for the GPU: the persistent wgmma kernel on an sm_90a build (its tiles by TMA
+ * as in training, unless EGG_CUDA_TMA=0), else mm_kernel. */
 extern "C" double egg_cuda_mma_peak_tops(int dev) {
     const int n = 8192;
     int8_t *x = NULL, *w = NULL, *y = NULL;
@@ -2226,12 +2239,19 @@ extern "C" double egg_cuda_mma_peak_tops(int dev) {
         grid = dim3((unsigned)((occ > 0 ? occ : 1) * nsm));
     }
 #endif
+#ifdef EGG_MMP
+    CUtensorMap tmx, tmw;
+    memset(&tmx, 0, sizeof tmx);
+    memset(&tmw, 0, sizeof tmw);
+    if (have && !(getenv("EGG_CUDA_TMA") && atoi(getenv("EGG_CUDA_TMA")) == 0)) {
+        PFN_cuTensorMapEncodeTiled_v12000 enc = tmap_encoder();
+        a.tma = enc && tmap_2d(enc, &tmx, x, n, n, n, BM) && tmap_2d(enc, &tmw, w, n, n, n, BN);
+    }
+#endif
     auto go = [&]() {
 #ifdef EGG_MMP
         if (have) {
-            CUtensorMap none;
-            memset(&none, 0, sizeof none);
-            mmp_kernel<MODE_PLAIN, 0><<<grid, NTHREADS, smem>>>(a, none, none);
+            mmp_kernel<MODE_PLAIN, 0><<<grid, NTHREADS, smem>>>(a, tmx, tmw);
             return;
         }
 #endif
@@ -2358,14 +2378,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         CK(cudaStreamSynchronize(c->st));
         CK(cudaFree(probe));
         c->tmap_encode = NULL;
-        if (have && c->mmp_ctas > 0 && !(getenv("EGG_CUDA_TMA") && atoi(getenv("EGG_CUDA_TMA")) == 0)) {
-            void *fn = NULL;
-            cudaDriverEntryPointQueryResult q;
-            if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-                q == cudaDriverEntryPointSuccess)
-                c->tmap_encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
-            cudaGetLastError();
-        }
+        if (have && c->mmp_ctas > 0 && !(getenv("EGG_CUDA_TMA") && atoi(getenv("EGG_CUDA_TMA")) == 0)) c->tmap_encode = tmap_encoder();
         {
             const char *ec = getenv("EGG_CUDA_RCHUNK");
             c->rchunk = have && !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
