@@ -900,6 +900,7 @@ struct RecChunk {
     int8_t *Hs, *R;            /* state [n][H]; output [tc][n][H] */
     const int8_t *ln; size_t off_ln; int8_t *XN; /* H = 128: ln2, XN = LN(R) [tc][n][H] */
     const int8_t *bpf, *bph;   /* H = 256: the members' perturbed bf, bh [n][H] (NULL: from the noise) */
+    const int8_t *bpl;         /* H = 256: the members' perturbed ln2 [n][H]: XN = LN(R) here too (NULL: a separate LN) */
     int n, tc, s, pshift;
 };
 template <int H> __host__ __device__ constexpr int rchunk_threads() { return 128 * (H / 64); }
@@ -1074,9 +1075,11 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                         n1.v = __ldg((const int4 *)(blob + voff + col));
                         n2.v = __ldg((const int4 *)(blob + voff + H + col));
                     }
+                    bytes16 wlg; /* H = 256, fused LN2: the member's perturbed ln2 */
                     if (ph) {
                         f.v = *(const int4 *)(Fs + sw(row, col));
                         xr.v = *(const int4 *)(XS + sw(row, col));
+                        if (!SEP && R > 0 && a.bpl) wlg.v = __ldg((const int4 *)(a.bpl + (size_t)(ok ? gm : 0) * H + col));
                     }
                     const int sg = (gm & 1) ? -1 : 1;
                     const bool reset = ph && rzs[row];
@@ -1100,7 +1103,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                     } else {
                         *(int4 *)(Xh + sw(row, col)) = o1.v;
                         if (ok) *(int4 *)(a.R + gi) = o2.v;
-                        if (LN2) { /* EGG-LN of the row R: sum |R| over the row's H/16 lanes, then 16 outputs */
+                        if (LN2 || (R > 0 && a.bpl)) { /* EGG-LN of the row R: sum |R| over the row's H/16 lanes, then 16 outputs */
                             int sa = 0;
 #pragma unroll
                             for (int w = 0; w < 4; w++) {
@@ -1108,13 +1111,14 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                                 u.w = (&o2.v.x)[w];
                                 sa += abs_sum4(u);
                             }
-                            sa += __shfl_xor_sync(0xffffffffu, sa, 1); /* the row's 8 lanes (H = 128) */
+                            sa += __shfl_xor_sync(0xffffffffu, sa, 1); /* the row's 8 (H = 128) or 16 lanes */
                             sa += __shfl_xor_sync(0xffffffffu, sa, 2);
                             sa += __shfl_xor_sync(0xffffffffu, sa, 8);
+                            if (H == 256) sa += __shfl_xor_sync(0xffffffffu, sa, 16);
                             const int32_t dd = egg_ln_div(sa, H);
                             const lnq dv = lnq_make(dd);
                             bytes16 wl, xo;
-                            wl.v = R > 0 ? *(const int4 *)(Pb + 2 * RBM * H + sw(row, col)) : lw.v;
+                            wl.v = R > 0 ? (SEP ? *(const int4 *)(Pb + 2 * RBM * H + sw(row, col)) : wlg.v) : lw.v;
 #pragma unroll
                             for (int b = 0; b < 16; b++) xo.b[b] = (signed char)ln_apply(o2.b[b], wl.b[b], dv);
                             if (ok) *(int4 *)(a.XN + gi) = xo.v;
@@ -1621,6 +1625,7 @@ struct CudaImpl {
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     uint64_t *ekeys;          /* [pairs]: the embedding noise's keys of the step */
+    int ln2_fuse;             /* H = 256: the fused recurrence applies ln2 too (EGG_CUDA_LN2FUSE=0: the LN kernel) */
     int8_t *lnp;              /* [4L+1][members][H]: the members' perturbed LN weights of the step (LN1, LN2 of each layer, the
                                  output LN), then each layer's bf, bh (NULL: the kernels perturb them from the noise) */
 #ifdef EGG_MMP
@@ -1870,6 +1875,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 if (nz && c->lnp) {
                     rc2.bpf = c->lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
                     rc2.bph = rc2.bpf + (size_t)n * H;
+                    if (H == 256 && c->ln2_fuse) rc2.bpl = c->lnp + (size_t)(2 * l + 1) * n * H;
                 }
                 const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
                 if (H == 256 && nz) rchunk_kernel<256, 1><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
@@ -1881,7 +1887,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
 #else
             const bool chunked = false;
 #endif
-            const bool ln2_fused = chunked && H == 128;
+            const bool ln2_fused = chunked && (H == 128 || (H == 256 && nz && c->lnp && c->ln2_fuse));
             for (int dt = 0; dt < tc && !chunked; dt++) {
                 const size_t o = (size_t)dt * nh;
                 if ((rc = mm(c, x, n, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->TF + o, id0 + EGG_L_BF, Hl, x->G, NULL,
@@ -2321,6 +2327,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         const size_t lb = (size_t)(4 * m->L + 1) * (size_t)n * m->H;
         const char *e = getenv("EGG_CUDA_LNPERT");
         c->lnp = NULL;
+        c->ln2_fuse = !(getenv("EGG_CUDA_LN2FUSE") && atoi(getenv("EGG_CUDA_LN2FUSE")) == 0);
         if (n > 0 && m->H % 4 == 0 && !(e && atoi(e) == 0) && lb <= (fr - need) / 8) CK(cudaMalloc(&c->lnp, lb));
     }
     CK(cudaMalloc(&c->changed, sizeof(unsigned long long)));
