@@ -73,7 +73,7 @@ configs=(
   "h128-r1-rchunk-chunked-resets|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 9 --data $T/t.bin|EGG_CUDA_TCHUNK=4"
   "h256-r1-rchunk-2-row-blocks-per-sm|--hidden 256 --layers 1 --rank 1 --pop 8704 --seq 5|EGG_CUDA_TCHUNK=2"
   "h160-r1-mmp-cp-async-loader|--hidden 160 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_TMA=0 EGG_CUDA_MMP=5"
-  "h256-r2-ln-noise-in-kernel|--hidden 256 --layers 2 --rank 2 --pop 130 --seq 6|EGG_CUDA_LNPERT=0"
+  "h256-r1-vectors-perturbed-in-kernels|--hidden 256 --layers 2 --rank 1 --pop 130 --seq 6|EGG_CUDA_LNPERT=0"
   "h128-r1-sigma6-pert-shift-10|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 8 --sigma-shift 6"
   "h256-r1-sigma0-pert-shift-4|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 6 --sigma-shift 0"
   "h256-r1-rchunk-separate-ln2|--hidden 256 --layers 2 --rank 1 --pop 130 --seq 7|EGG_CUDA_LN2FUSE=0"
