@@ -1822,8 +1822,10 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         emb_keys_kernel<<<(n / 2 + 255) / 256, 256, 0, c->st>>>(n / 2, m0, c->seedep, c->ekeys);
         CKL();
     }
-    if (nz && c->lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, each layer's bf, bh */
-        for (int v = 0; v <= 4 * L; v++) {
+    if (nz && c->lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
+                         * where a reader exists (the chunk recurrence at H = 256) */
+        const int vmax = H == 256 && c->rchunk && c->r <= 1 ? 4 * L : 2 * L;
+        for (int v = 0; v <= vmax; v++) {
             const int id = v == 2 * L ? EGG_T_LNOUT(L)
                          : v < 2 * L  ? EGG_T_LAYER(v / 2, 0) + (v & 1 ? EGG_L_LN2 : EGG_L_LN1)
                                       : EGG_T_LAYER((v - 2 * L - 1) / 2, 0) + ((v - 2 * L - 1) & 1 ? EGG_L_BH : EGG_L_BF);
