@@ -44,7 +44,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # token-0 state resets inside and at the edges of chunks (the token file has ~1/301 zeros).
 # Paths, each of which must match the CPU: the forward's big GEMMs at rank <= 1 run in a persistent
 # kernel (mmp; EGG_CUDA_MMP=n caps its CTAs so each walks many tiles, EGG_CUDA_MMP=0 uses the
-# per-tile kernel; on sm_90a its X and W tiles come by TMA, EGG_CUDA_TMA=0: cp.async); on an sm_90a build the recurrence at hidden 128/256 (rank <= 1) is one kernel
+# per-tile kernel; on sm_90a its X and W tiles come by TMA, EGG_CUDA_TMA=0: cp.async, and at rank 1
+# with members a multiple of 128 the pairs' noise rows too; else by cp.async); on an sm_90a build the recurrence at hidden 128/256 (rank <= 1) is one kernel
 # per layer and chunk that also applies EGG-LN2 (EGG_CUDA_LN2FUSE=0: the LN kernel at hidden 256)
 # (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136
 # blocks on 132 SMs), EGG_CUDA_RCHUNK=0 and every other shape use two GEMMs per timestep;
@@ -77,6 +78,8 @@ configs=(
   "h128-r1-sigma6-pert-shift-10|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 8 --sigma-shift 6"
   "h256-r1-sigma0-pert-shift-4|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 6 --sigma-shift 0"
   "h256-r1-rchunk-separate-ln2|--hidden 256 --layers 2 --rank 1 --pop 130 --seq 7|EGG_CUDA_LN2FUSE=0"
+  "h256-r1-noise-by-tma-gemm-recurrence|--hidden 256 --layers 2 --rank 1 --pop 384 --seq 7|EGG_CUDA_RCHUNK=0 EGG_CUDA_MMP=3"
+  "h128-r1-mmp-not-warp-specialised|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_WS=0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

@@ -537,14 +537,14 @@ __device__ __forceinline__ int wg_off(int row, int c) { return row * 64 + ((c ^ 
 __device__ __forceinline__ uint64_t wg_desc(unsigned addr) {
     return (uint64_t)((addr & 0x3ffff) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(512 >> 4) << 32) | ((uint64_t)2 << 62);
 }
-__device__ __forceinline__ void wg_mma_s8(int (&d)[64], uint64_t da, uint64_t db) {
+__device__ __forceinline__ void wg_mma_s8(int (&d)[64], uint64_t da, uint64_t db, int acc = 1) {
     asm volatile("{\n"
                  ".reg .pred p;\n"
                  "setp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p;\n"
                  "}\n"
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
-                 : "l"(da), "l"(db), "r"(1));
+                 : "l"(da), "l"(db), "r"(acc));
 }
 /* m64n64k32; acc = 0: d = a.b (d's old values ignored) */
 __device__ __forceinline__ void wg_mma_s8(int (&d)[32], uint64_t da, uint64_t db, int acc = 1) {
@@ -554,6 +554,16 @@ __device__ __forceinline__ void wg_mma_s8(int (&d)[32], uint64_t da, uint64_t db
                  "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p;\n"
                  "}\n"
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+                 : "l"(da), "l"(db), "r"(acc));
+}
+/* m64n32k32 (the persistent GEMM's x . B of 64 rows against 32 pairs' B rows) */
+__device__ __forceinline__ void wg_mma_s8(int (&d)[16], uint64_t da, uint64_t db, int acc = 1) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p;\n"
+                 "}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
                  : "l"(da), "l"(db), "r"(acc));
 }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -581,29 +591,110 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, i
                  "r"((unsigned)__cvta_generic_to_shared(bar))
                  : "memory");
 }
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+}
+/* barrier `id` among `n` threads (a warpgroup: 128) */
+__device__ __forceinline__ void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+/* rank 1: sign * (x . B) of the warpgroup's 64 rows into ts: row 16 w + gid + 8 h of the warpgroup (w = warp % 4)
+ * finds its pair's column 8 w + gid/2 + 4 h in dt[4 w + 2 h + (gid/2) % 2] of the lane with tig = gid/4 + 2 h */
+__device__ __forceinline__ void wg_ts(const int (&dt)[16], int *ts, int warp, int gid, int tig) {
+    const int w = warp & 3, h = tig >> 1;
+    if ((tig & 1) == (gid >> 2)) {
+        const int q = 4 * w + 2 * h + ((gid >> 1) & 1), mi = (warp >> 2) * 64 + 16 * w + gid + 8 * h;
+        int t = 0;
+#pragma unroll
+        for (int e = 0; e < 16; e++)
+            if (e == q) t = dt[e];
+        ts[mi] = (mi & 1) ? -t : t;
+    }
+}
+/* byte B of x, sign-extended: one prmt */
+template <int B> __device__ __forceinline__ int sext_byte(unsigned x) {
+    int r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(x), "n"(0x8880 + B * 0x1111));
+    return r;
+}
+/* a warp's wgmma accumulators (rows 16 warp + lane/4 (+8) of the tile, columns 8 j + 2 (lane % 4) (+1)) to
+ * int8 y = clip((v + ((t A) >> ps)) >> s) in the staging tile Os; Ab: the tile's pairs' A rows [BM/2][BN] */
+template <int R>
+__device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, const int8_t *Ab, const int *ts, int warp, int gid,
+                                            int tig, int s, int ps) {
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        const int ml = warp * 16 + gid + hr * 8;
+        const int t = R > 0 ? ts[ml] : 0;
+        /* the row's A values first: the compiler keeps shared loads behind earlier shared stores */
+        unsigned short Av[16];
+#pragma unroll
+        for (int jn = 0; jn < 16; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ab + (ml >> 1) * BN + jn * 8 + tig * 2) : 0;
+#pragma unroll
+        for (int jn = 0; jn < 16; jn++) {
+            const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
+            int u0, u1;
+            if (R > 0) {
+                const int A0 = sext_byte<0>(Av[jn]), A1 = sext_byte<1>(Av[jn]);
+                u0 = (v0 + ((t * A0) >> ps)) >> s;
+                u1 = (v1 + ((t * A1) >> ps)) >> s;
+            } else {
+                u0 = v0 >> s;
+                u1 = v1 >> s;
+            }
+            *(unsigned short *)(Os + ml * OLD + jn * 8 + tig * 2) = (unsigned short)pack2_clip8(u0, u1);
+        }
+    }
+}
 #endif
+/* PLAIN, RESID: staged int8 rows out 16 bytes per access (the residual added): chunk c = t + q nthr (q < 4) is
+ * row c / 8 of Os (output row m0 + c / 8), columns 16 (c % 8) .. +15 */
+template <int MODE>
+__device__ __forceinline__ void mmp_out_rows(const MMArgs &a, const int8_t *Os, int m0, int n0, int t, int nthr) {
+    int4 ot[4]; /* the residual's loads first */
+    if (MODE == MODE_RESID) {
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int c = t + q * nthr, m = m0 + (c >> 3), o = n0 + (c & 7) * 16;
+            ot[q] = m < a.M && o < a.N ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + o)) : make_int4(0, 0, 0, 0);
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        const int c = t + q * nthr, row = c >> 3, m = m0 + row, o = n0 + (c & 7) * 16;
+        if (m < a.M && o < a.N) {
+            int4 y = *(const int4 *)(Os + row * OLD + (c & 7) * 16);
+            if (MODE == MODE_RESID) {
+                y.x = (int)add_clip4((unsigned)y.x, (unsigned)ot[q].x); y.y = (int)add_clip4((unsigned)y.y, (unsigned)ot[q].y);
+                y.z = (int)add_clip4((unsigned)y.z, (unsigned)ot[q].z); y.w = (int)add_clip4((unsigned)y.w, (unsigned)ot[q].w);
+            }
+            *(int4 *)(a.Y + (size_t)m * a.ldy + o) = y;
+        }
+    }
+}
 
 template <int MODE, int R>
 __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
-                                                         const __grid_constant__ CUtensorMap tmw) {
+                                                         const __grid_constant__ CUtensorMap tmw,
+                                                         const __grid_constant__ CUtensorMap tmb,
+                                                         const __grid_constant__ CUtensorMap tmn) {
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Xs = (int8_t *)smem;              /* [STAGES][BM][LDS] */
     int8_t *Ws = Xs + STAGES * BM * LDS;      /* [STAGES][BN][LDS] */
-    int8_t *Bs = Ws + STAGES * BN * LDS;      /* [STAGES][BM/2][BK]: the pairs' B row (rank 1) */
+    int8_t *Bs = Ws + STAGES * BN * LDS;      /* [STAGES][BM/2][BK]: the pairs' B row (rank 1; sm_90a: swizzled as X) */
     int8_t *As = Bs + STAGES * (BM / 2) * BK; /* [2][BM/2][BN]: the pairs' A row, by tile parity */
     int8_t *Os = As + 2 * (BM / 2) * BN;      /* [BM][OLD]: int8 results */
     int *ts = (int *)(Os + BM * OLD);         /* [BM]: sign * (x . B) */
     uint64_t *bars = (uint64_t *)(ts + BM);   /* [STAGES]: TMA completion (a.tma) */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 #ifdef MMP_WGMMA
-    const bool tma = a.tma;
+    const bool tma = a.tma; /* and at rank 1 the pairs' B and A rows by TMA too */
     if (tma && tid == 0) {
         for (int st = 0; st < STAGES; st++) mbar_init(bars + st, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
 #else
-    (void)bars; (void)tmx; (void)tmw;
+    (void)bars; (void)tmx; (void)tmw; (void)tmb; (void)tmn;
+    const bool tma = false;
 #endif
     const int wm = warp >> 2, wn = warp & 3, gid = lane >> 2, tig = lane & 3;
     (void)wm; (void)wn; /* the wgmma path maps warps by warpgroup */
@@ -620,7 +711,7 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
         const int g = (int)blockIdx.x + l_it * G;
         l_m0 = (g / a.ntn) * BM;
         l_n0 = (g - (g / a.ntn) * a.ntn) * BN;
-        if (R > 0) {
+        if (R > 0 && !tma) {
             l_okr = l_m0 + 2 * (tid >> 2) < a.M;
             l_blob = l_okr ? a.noise + (size_t)pair_of(a, l_m0 + 2 * (tid >> 2)) * a.pstride + a.aoff : a.noise;
         }
@@ -629,11 +720,17 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
     auto load_next = [&](int st) {
         const int it = l_it, kt = l_kt, m0 = l_m0, n0 = l_n0, k0 = kt * BK;
 #ifdef MMP_WGMMA
-        if (tma) { /* one thread: the X and W boxes (zeros outside the matrices), 64B-swizzled as wgmma reads them */
+        if (tma) { /* one thread: the X and W boxes (zeros outside the matrices), 64B-swizzled as wgmma reads them;
+                    * at rank 1 the 64 pairs' B chunks (swizzled the same way) and, at a tile's first k-step, their A rows */
             if (tid == 0) {
-                mbar_expect_tx(bars + st, (BM + BN) * BK);
+                const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs are p0 .. p0 + 63 (launch_mm) */
+                mbar_expect_tx(bars + st, (BM + BN) * BK + (R > 0 ? (BM / 2) * BK + (kt == 0 ? (BM / 2) * BN : 0) : 0));
                 tma_load_2d(Xs + st * BM * LDS, &tmx, k0, m0, bars + st);
                 tma_load_2d(Ws + st * BN * LDS, &tmw, k0, n0, bars + st);
+                if (R > 0) {
+                    tma_load_2d(Bs + st * (BM / 2) * BK, &tmb, (int)(a.aoff + a_span(1, a.N)) + k0, p0, bars + st);
+                    if (kt == 0) tma_load_2d(As + (it & 1) * (BM / 2) * BN, &tmn, (int)a.aoff + n0, p0, bars + st);
+                }
             }
         } else
 #endif
@@ -652,12 +749,17 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
             ok = gn < a.N && kin;
             cp_async16(Ws + st * BN * LDS + so, a.W + (ok ? (size_t)gn * a.ldw + k0 + c * 16 : 0), ok);
         }
-        if (R > 0) { /* thread -> pair tid/4, 16-byte chunk tid%4 of B (and chunks 2c, 2c+1 of A) */
+        if (R > 0 && !tma) { /* thread -> pair tid/4, 16-byte chunk tid%4 of B (and chunks 2c, 2c+1 of A) */
             const int p = tid >> 2, c = tid & 3;
             const bool okr = l_okr;
             const int8_t *blob = l_blob;
             const bool ok = okr && k0 + c * 16 < a.K;
-            cp_async16(Bs + (st * (BM / 2) + p) * BK + c * 16, ok ? blob + a_span(1, a.N) + k0 + c * 16 : a.noise, ok);
+#ifdef MMP_WGMMA
+            const int bo = wg_off(p, c);
+#else
+            const int bo = p * BK + c * 16;
+#endif
+            cp_async16(Bs + st * (BM / 2) * BK + bo, ok ? blob + a_span(1, a.N) + k0 + c * 16 : a.noise, ok);
             if (kt == 0) {
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
@@ -679,13 +781,13 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
         cp_commit();
     }
     int j = 0;
+#ifdef MMP_WGMMA
+    int d[64];  /* warpgroup warp>>2: rows 64 (warp>>2) .. +63 x all 128 columns (a tile's first wgmma starts it) */
+    int dt[16]; /* rank 1: those 64 rows . the B rows of their 32 pairs (a row needs its own pair's column) */
+#endif
     for (int it = 0; it < mine; it++) {
         const int g = (int)blockIdx.x + it * G, m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN;
-#ifdef MMP_WGMMA
-        int d[64]; /* warpgroup warp>>2: rows 64 (warp>>2) .. +63 x all 128 columns */
-#pragma unroll
-        for (int i = 0; i < 64; i++) d[i] = 0;
-#else
+#ifndef MMP_WGMMA
         int acc[4][4][4];
 #pragma unroll
         for (int i = 0; i < 4; i++)
@@ -694,12 +796,12 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
 #pragma unroll
                 for (int c = 0; c < 4; c++) acc[i][jn][c] = 0;
 #endif
-        int tpart = 0;
+        int tpart = 0; /* mma.sync: this thread's part of its row's x . B */
+        (void)tpart;
         for (int kt = 0; kt < KT; kt++, j++) {
             cp_wait<STAGES - 2>();
 #ifdef MMP_WGMMA
-            /* TMA: X and W have landed when the stage's mbarrier flips; the pairs' B chunks a thread reads
-             * below were copied by its own quad, so the warp's barrier makes them visible */
+            /* TMA: the stage's X, W (and B, A) have landed when its mbarrier flips */
             if (tma) {
                 mbar_wait(bars + j % STAGES, (unsigned)(j / STAGES) & 1);
                 __syncwarp();
@@ -724,28 +826,15 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
                 const unsigned xa = (unsigned)__cvta_generic_to_shared(xs) + (warp >> 2) * 64 * 64;
                 const unsigned wb = (unsigned)__cvta_generic_to_shared(ws);
                 wg_fence();
-                wg_mma_s8(d, wg_desc(xa), wg_desc(wb));
+                wg_mma_s8(d, wg_desc(xa), wg_desc(wb), kt > 0);
                 wg_mma_s8(d, wg_desc(xa + 32), wg_desc(wb + 32));
+                if (R > 0) { /* t on the tensor cores too: 25% more MMA work, no per-thread dot products */
+                    const unsigned bb = (unsigned)__cvta_generic_to_shared(Bs + st * (BM / 2) * BK) + (warp >> 2) * 32 * 64;
+                    wg_mma_s8(dt, wg_desc(xa), wg_desc(bb), kt > 0);
+                    wg_mma_s8(dt, wg_desc(xa + 32), wg_desc(bb + 32));
+                }
                 wg_commit();
             }
-#else
-            warp_tile_k64(acc, xs, ws, wm, wn, lane);
-#endif
-            if (R > 0) { /* t partial: thread -> row tid/2, half (tid&1) of the k-step */
-                const int mi = tid >> 1, half = tid & 1;
-#ifdef MMP_WGMMA
-                const int4 xw[2] = {*(const int4 *)(xs + wg_off(mi, 2 * half)), *(const int4 *)(xs + wg_off(mi, 2 * half + 1))};
-#else
-                const int4 *xw = (const int4 *)(xs + mi * LDS + half * 32);
-#endif
-                const int4 *bw = (const int4 *)(Bs + (st * (BM / 2) + (mi >> 1)) * BK + half * 32);
-                const int4 x0 = xw[0], x1 = xw[1], b0 = bw[0], b1 = bw[1];
-                int t = tpart;
-                t = __dp4a(x0.x, b0.x, t); t = __dp4a(x0.y, b0.y, t); t = __dp4a(x0.z, b0.z, t); t = __dp4a(x0.w, b0.w, t);
-                t = __dp4a(x1.x, b1.x, t); t = __dp4a(x1.y, b1.y, t); t = __dp4a(x1.z, b1.z, t); t = __dp4a(x1.w, b1.w, t);
-                tpart = t;
-            }
-#ifdef MMP_WGMMA
             /* this k-step's wgmma runs on; the previous one is done in every warpgroup after the
              * barrier, so its stage (= the stage of job j + 2) can be reloaded */
             wg_wait<1>();
@@ -755,25 +844,39 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
                 if (nj < J) load_next(nj % STAGES);
                 cp_commit();
             }
+#else
+            warp_tile_k64(acc, xs, ws, wm, wn, lane);
+            if (R > 0) { /* t partial: thread -> row tid/2, half (tid&1) of the k-step */
+                const int mi = tid >> 1, half = tid & 1;
+                const int4 *xw = (const int4 *)(xs + mi * LDS + half * 32);
+                const int4 *bw = (const int4 *)(Bs + (st * (BM / 2) + (mi >> 1)) * BK + half * 32);
+                const int4 x0 = xw[0], x1 = xw[1], b0 = bw[0], b1 = bw[1];
+                int t = tpart;
+                t = __dp4a(x0.x, b0.x, t); t = __dp4a(x0.y, b0.y, t); t = __dp4a(x0.z, b0.z, t); t = __dp4a(x0.w, b0.w, t);
+                t = __dp4a(x1.x, b1.x, t); t = __dp4a(x1.y, b1.y, t); t = __dp4a(x1.z, b1.z, t); t = __dp4a(x1.w, b1.w, t);
+                tpart = t;
+            }
 #endif
         }
 #ifdef MMP_WGMMA
         wg_wait<0>();
 #endif
         if (R > 0) {
+#ifdef MMP_WGMMA
+            wg_ts(dt, ts, warp, gid, tig);
+#else
             const int t = tpart + __shfl_xor_sync(0xffffffffu, tpart, 1), mi = tid >> 1;
             if ((tid & 1) == 0) ts[mi] = (mi & 1) ? -t : t;
+#endif
         }
         __syncthreads(); /* ts complete; the previous tile's stores have read Os */
         const int8_t *Ab = As + (it & 1) * (BM / 2) * BN;
         const int s = a.s, ps = a.pshift;
-#ifdef MMP_WGMMA /* wgmma D: warp w of the warpgroup holds rows 16w + lane/4 (+8), columns 8j + 2(lane%4) (+1) */
-        constexpr int EI = 1, EJ = 16;
-        const int rbase = warp * 16, cbase = 0;
+#ifdef MMP_WGMMA
+        wg_frag_out<R>(d, Os, Ab, ts, warp, gid, tig, s, ps);
 #else
         constexpr int EI = 4, EJ = 4;
         const int rbase = wm * 64, cbase = wn * 32;
-#endif
 #pragma unroll
         for (int i = 0; i < EI; i++)
 #pragma unroll
@@ -787,11 +890,7 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
 #pragma unroll
                 for (int jn = 0; jn < EJ; jn++) {
                     const int col = cbase + jn * 8 + tig * 2;
-#ifdef MMP_WGMMA
-                    const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
-#else
                     const int v0 = acc[i][jn][hr * 2], v1 = acc[i][jn][hr * 2 + 1];
-#endif
                     int u0, u1;
                     if (R > 0) {
                         const int A0 = (signed char)(Av[jn] & 0xff), A1 = (signed char)(Av[jn] >> 8);
@@ -804,29 +903,11 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
                     *(unsigned short *)(Os + ml * OLD + col) = (unsigned short)pack2_clip8(u0, u1);
                 }
             }
+#endif
         __syncthreads();
         /* out: 128 rows x 8 chunks of 16 bytes, 4 per thread (a fixed chunk column) */
         if (MODE == MODE_PLAIN || MODE == MODE_RESID) {
-            int4 ot[4]; /* the residual's loads first */
-            if (MODE == MODE_RESID) {
-#pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    const int c = tid + q * NTHREADS, m = m0 + (c >> 3), o = n0 + (c & 7) * 16;
-                    ot[q] = m < a.M && o < a.N ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + o)) : make_int4(0, 0, 0, 0);
-                }
-            }
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int c = tid + q * NTHREADS, row = c >> 3, m = m0 + row, o = n0 + (c & 7) * 16;
-                if (m < a.M && o < a.N) {
-                    int4 y = *(const int4 *)(Os + row * OLD + (c & 7) * 16);
-                    if (MODE == MODE_RESID) {
-                        y.x = (int)add_clip4((unsigned)y.x, (unsigned)ot[q].x); y.y = (int)add_clip4((unsigned)y.y, (unsigned)ot[q].y);
-                        y.z = (int)add_clip4((unsigned)y.z, (unsigned)ot[q].z); y.w = (int)add_clip4((unsigned)y.w, (unsigned)ot[q].w);
-                    }
-                    *(int4 *)(a.Y + (size_t)m * a.ldy + o) = y;
-                }
-            }
+            mmp_out_rows<MODE>(a, Os, m0, n0, tid, NTHREADS);
         } else { /* BIAS_GATE, BIAS_MIX: the minGRU's fused bias, gate and mix */
             const int o = n0 + (tid & 7) * 16;
             bytes16 bias;
@@ -872,6 +953,121 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
         }
     }
     cp_wait<0>();
+}
+
+/* The K-loop and epilogue of mmp_kernel as a warp-specialised schedule (sm_90a, X/W (and the pairs' B and
+ * A rows) by TMA; PLAIN and RESID): a producer warp keeps WS_STAGES stages of a tile's k-steps loading, each
+ * guarded by a "full" and an "empty" mbarrier, so nothing in the consumers waits for a load to be issued; the
+ * two consumer warpgroups take the tile's rows 0-63 and 64-127 and, where a tile's k-steps fit in half the
+ * stages (K <= 256), take turns: warpgroup 1 issues its MMAs after warpgroup 0's, so one warpgroup's epilogue
+ * (integer work, ~9 instructions per output) runs under the other's MMAs instead of every warp of the SM doing
+ * MMAs, then epilogues, in step. Same integer operations as mmp_kernel (shared helpers). */
+#define WS_STAGES 8
+#define WS_THREADS (2 * 128 + 32)
+__host__ __device__ constexpr int mmw_stage_bytes() { return (BM + BN + BM / 2) * BK; } /* X, W, B: 20 KB, 1024-aligned */
+__host__ __device__ constexpr int mmw_smem_bytes() {
+    return WS_STAGES * mmw_stage_bytes() + 2 * (BM / 2) * BN + BM * OLD + BM * 4 + (2 * WS_STAGES + 4) * 8;
+}
+#ifdef MMP_WGMMA
+template <int MODE, int R, int w>
+__device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const int8_t *As, int8_t *Os, int *ts, uint64_t *full,
+                                            uint64_t *empty, uint64_t *aempty, uint64_t *turn, int mine, int KT, bool turns, int tid) {
+    const int G = (int)gridDim.x;
+    const int warp = tid >> 5, lane = tid & 31, wt = tid & 127, gid = lane >> 2, tig = lane & 3;
+    int d[64], dt[16];
+    int j = 0;
+    for (int it = 0; it < mine; it++) {
+        const int g = (int)blockIdx.x + it * G, m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN;
+        /* warpgroup 0 issues tile it's MMAs after warpgroup 1 issued tile it - 1's; warpgroup 1 after warpgroup 0 */
+        if (turns && (w == 1 || it > 0)) mbar_wait(turn + w, (unsigned)(w == 0 ? it - 1 : it) & 1);
+        for (int kt = 0; kt < KT; kt++, j++) {
+            const int st = j % WS_STAGES;
+            mbar_wait(full + st, (unsigned)(j / WS_STAGES) & 1);
+            const unsigned sb = (unsigned)__cvta_generic_to_shared(St + st * mmw_stage_bytes());
+            const unsigned xa = sb + w * 64 * BK, wb = sb + BM * BK;
+            wg_fence();
+            wg_mma_s8(d, wg_desc(xa), wg_desc(wb), kt > 0);
+            wg_mma_s8(d, wg_desc(xa + 32), wg_desc(wb + 32));
+            if (R > 0) { /* x . B of the warpgroup's rows against its 32 pairs */
+                const unsigned bb = sb + (BM + BN) * BK + w * 32 * BK;
+                wg_mma_s8(dt, wg_desc(xa), wg_desc(bb), kt > 0);
+                wg_mma_s8(dt, wg_desc(xa + 32), wg_desc(bb + 32));
+            }
+            wg_commit();
+            wg_wait<1>(); /* the previous k-step's MMAs are done: its stage is free as far as this warpgroup goes */
+            if (kt > 0) mbar_arrive(empty + (j - 1) % WS_STAGES);
+        }
+        if (turns) mbar_arrive(turn + (1 - w));
+        wg_wait<0>();
+        mbar_arrive(empty + (j - 1) % WS_STAGES);
+        if (R > 0) wg_ts(dt, ts, warp, gid, tig);
+        named_sync(1 + w, 128); /* ts complete; this warpgroup's previous out pass has read its rows of Os */
+        wg_frag_out<R>(d, Os, As + (it & 1) * (BM / 2) * BN, ts, warp, gid, tig, a.s, a.pshift);
+        named_sync(1 + w, 128);
+        if (R > 0) mbar_arrive(aempty + (it & 1)); /* its A rows are read */
+        mmp_out_rows<MODE>(a, Os + w * 64 * OLD, m0 + w * 64, n0, wt, 128);
+    }
+}
+#endif
+template <int MODE, int R>
+__global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
+                                                            const __grid_constant__ CUtensorMap tmw,
+                                                            const __grid_constant__ CUtensorMap tmb,
+                                                            const __grid_constant__ CUtensorMap tmn) {
+#ifdef MMP_WGMMA
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *St = (int8_t *)smem;                          /* stage s at s * mmw_stage_bytes(): X [BM][BK], W [BN][BK], B [BM/2][BK] */
+    int8_t *As = St + WS_STAGES * mmw_stage_bytes();      /* [2][BM/2][BN]: the pairs' A rows, by tile parity */
+    int8_t *Os = As + 2 * (BM / 2) * BN;                  /* [BM][OLD]: int8 results */
+    int *ts = (int *)(Os + BM * OLD);                     /* [BM]: sign * (x . B) */
+    uint64_t *full = (uint64_t *)(ts + BM), *empty = full + WS_STAGES, *aempty = empty + WS_STAGES, *turn = aempty + 2;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    if (tid == 0) {
+        for (int st = 0; st < WS_STAGES; st++) {
+            mbar_init(full + st, 1);
+            mbar_init(empty + st, 256); /* every consumer thread, after its warpgroup's MMAs on the stage are done */
+        }
+        mbar_init(aempty, 256);
+        mbar_init(aempty + 1, 256);
+        mbar_init(turn, 128);
+        mbar_init(turn + 1, 128);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int ntiles = a.mtn * a.ntn, G = (int)gridDim.x;
+    const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0;
+    const int KT = (a.K + BK - 1) / BK;
+    const bool turns = 2 * KT <= WS_STAGES;
+    if (warp == 8) { /* producer: one thread walks the jobs (tile, k-step) */
+        if (lane == 0) {
+            int j = 0;
+            for (int it = 0; it < mine; it++) {
+                const int g = (int)blockIdx.x + it * G, m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN;
+                const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
+                for (int kt = 0; kt < KT; kt++, j++) {
+                    const int st = j % WS_STAGES;
+                    if (j >= WS_STAGES) mbar_wait(empty + st, (unsigned)(j / WS_STAGES - 1) & 1);
+                    if (R > 0 && kt == 0 && it >= 2) mbar_wait(aempty + (it & 1), (unsigned)((it >> 1) - 1) & 1);
+                    int8_t *sb = St + st * mmw_stage_bytes();
+                    mbar_expect_tx(full + st, (BM + BN) * BK + (R > 0 ? (BM / 2) * BK + (kt == 0 ? (BM / 2) * BN : 0) : 0));
+                    tma_load_2d(sb, &tmx, kt * BK, m0, full + st);
+                    tma_load_2d(sb + BM * BK, &tmw, kt * BK, n0, full + st);
+                    if (R > 0) {
+                        tma_load_2d(sb + (BM + BN) * BK, &tmb, (int)(a.aoff + a_span(1, a.N)) + kt * BK, p0, full + st);
+                        if (kt == 0) tma_load_2d(As + (it & 1) * (BM / 2) * BN, &tmn, (int)a.aoff + n0, p0, full + st);
+                    }
+                }
+            }
+        }
+        return;
+    }
+    /* consumers: warpgroup w = warp / 4 owns rows 64 w .. 64 w + 63 of every tile (w as a template
+     * argument, so the descriptors are uniform values) */
+    if (warp < 4) mmw_consume<MODE, R, 0>(a, St, As, Os, ts, full, empty, aempty, turn, mine, KT, turns, tid);
+    else mmw_consume<MODE, R, 1>(a, St, As, Os, ts, full, empty, aempty, turn, mine, KT, turns, tid);
+#else
+    (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
+#endif
 }
 
 /* ------------------------------------------------ fused recurrence */
@@ -1630,6 +1826,7 @@ struct CudaImpl {
                                  output LN), then each layer's bf, bh (NULL: the kernels perturb them from the noise) */
 #ifdef EGG_MMP
     PFN_cuTensorMapEncodeTiled_v12000 tmap_encode; /* sm_90a: its X and W tiles by TMA (NULL: cp.async; EGG_CUDA_TMA=0) */
+    int mmw_ctas;             /* sm_90a with TMA: PLAIN/RESID in the warp-specialised mmw_kernel, CTAs per launch (0: mmp; EGG_CUDA_WS=0) */
 #endif
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
     cudaGraph_t graph;        /* the training forward (all timesteps), captured once */
@@ -1691,14 +1888,15 @@ static void ctx_free(Ctx *c) {
 
 #ifdef EGG_MMP
 /* the tensor map of a row-major int8 matrix [rows][cols] (row pitch ld bytes) read in boxes of
- * BK columns x box_rows rows, 64B-swizzled (the layout wg_off describes), zeros outside */
-static bool tmap_2d(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const int8_t *p, int cols, int rows, int ld,
-                    int box_rows) {
+ * BK columns x box_rows rows, 64B-swizzled (the layout wg_off describes), zeros outside; box_cols
+ * other than BK: rows of box_cols bytes as they are (no swizzle) */
+static bool tmap_2d(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const int8_t *p, size_t cols, size_t rows, size_t ld,
+                    int box_rows, int box_cols = BK) {
     const cuuint64_t dim[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)ld};
-    const cuuint32_t box[2] = {BK, (cuuint32_t)box_rows}, es[2] = {1, 1};
+    const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows}, es[2] = {1, 1};
     return enc(m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dim, stride, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                          CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+               box_cols == BK ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 /* the driver's tensor-map encoder through the runtime (no -lcuda); NULL where unavailable */
 static PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder(void) {
@@ -1725,13 +1923,33 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
         a.mtn = (int)grid.x;
         a.ntn = (int)grid.y;
         const int tiles = a.mtn * a.ntn, nb = tiles < c->mmp_ctas ? tiles : c->mmp_ctas, sm = mmp_smem_bytes();
-        CUtensorMap tmx, tmw;
+        CUtensorMap tmx, tmw, tmb, tmn;
         memset(&tmx, 0, sizeof tmx);
         memset(&tmw, 0, sizeof tmw);
+        memset(&tmb, 0, sizeof tmb);
+        memset(&tmn, 0, sizeof tmn);
         a.tma = c->tmap_encode && (((uintptr_t)a.X | (uintptr_t)a.W | (uintptr_t)a.ldx | (uintptr_t)a.ldw) & 15) == 0 &&
                 tmap_2d(c->tmap_encode, &tmx, a.X, a.K, a.M, a.ldx, BM) && tmap_2d(c->tmap_encode, &tmw, a.W, a.K, a.N, a.ldw, BN);
+        /* rank 1 by TMA: a row block's 64 pairs must be 64 consecutive rows of the noise blob [wrap][pstride]
+         * (rows are [time][members], so 128 | members); else every tile loads by cp.async */
+        if (a.tma && a.r)
+            a.tma = a.wrap > 0 && a.wrap % (BM / 2) == 0 && a.pstride < ((size_t)1 << 31) &&
+                    tmap_2d(c->tmap_encode, &tmb, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2) &&
+                    tmap_2d(c->tmap_encode, &tmn, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2, BN);
+        if (a.tma && c->mmw_ctas > 0 && (mode == MODE_PLAIN || mode == MODE_RESID)) {
+            const int nw = tiles < c->mmw_ctas ? tiles : c->mmw_ctas, smw = mmw_smem_bytes();
+            if (mode == MODE_PLAIN)
+                a.r ? mmw_kernel<MODE_PLAIN, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)
+                    : mmw_kernel<MODE_PLAIN, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
+            else
+                a.r ? mmw_kernel<MODE_RESID, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)
+                    : mmw_kernel<MODE_RESID, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
+            CKL();
+            return 0;
+        }
 #define MMP_GO(M)                                                                                                   \
-    (a.r ? mmp_kernel<M, 1><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw) : mmp_kernel<M, 0><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw))
+    (a.r ? mmp_kernel<M, 1><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw, tmb, tmn)                                      \
+         : mmp_kernel<M, 0><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw, tmb, tmn))
         switch (mode) {
         case MODE_PLAIN: MMP_GO(MODE_PLAIN); break;
         case MODE_RESID: MMP_GO(MODE_RESID); break;
@@ -2259,7 +2477,7 @@ extern "C" double egg_cuda_mma_peak_tops(int dev) {
     auto go = [&]() {
 #ifdef EGG_MMP
         if (have) {
-            mmp_kernel<MODE_PLAIN, 0><<<grid, NTHREADS, smem>>>(a, tmx, tmw);
+            mmp_kernel<MODE_PLAIN, 0><<<grid, NTHREADS, smem>>>(a, tmx, tmw, tmx, tmx);
             return;
         }
 #endif
@@ -2388,6 +2606,15 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         CK(cudaFree(probe));
         c->tmap_encode = NULL;
         if (have && c->mmp_ctas > 0 && !(getenv("EGG_CUDA_TMA") && atoi(getenv("EGG_CUDA_TMA")) == 0)) c->tmap_encode = tmap_encoder();
+        c->mmw_ctas = 0;
+        if (c->tmap_encode && !(getenv("EGG_CUDA_WS") && atoi(getenv("EGG_CUDA_WS")) == 0) &&
+            (size_t)mmw_smem_bytes() <= prop.sharedMemPerBlockOptin) {
+#define MMW_ATTR(M, R) CK(cudaFuncSetAttribute(mmw_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
+            MMW_ATTR(MODE_PLAIN, 0) MMW_ATTR(MODE_PLAIN, 1) MMW_ATTR(MODE_RESID, 0) MMW_ATTR(MODE_RESID, 1)
+#undef MMW_ATTR
+            c->mmw_ctas = c->nsm; /* one CTA per SM */
+            if (e && atoi(e) >= 2 && atoi(e) < c->mmw_ctas) c->mmw_ctas = atoi(e); /* EGG_CUDA_MMP=n: many tiles per CTA */
+        }
         {
             const char *ec = getenv("EGG_CUDA_RCHUNK");
             c->rchunk = have && !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
