@@ -609,12 +609,6 @@ __device__ __forceinline__ void wg_ts(const int (&dt)[16], int *ts, int warp, in
         ts[mi] = (mi & 1) ? -t : t;
     }
 }
-/* byte B of x, sign-extended: one prmt */
-template <int B> __device__ __forceinline__ int sext_byte(unsigned x) {
-    int r;
-    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(x), "n"(0x8880 + B * 0x1111));
-    return r;
-}
 /* a warp's wgmma accumulators (rows 16 warp + lane/4 (+8) of the tile, columns 8 j + 2 (lane % 4) (+1)) to
  * int8 y = clip((v + ((t A) >> ps)) >> s) in the staging tile Os; Ab: the tile's pairs' A rows [BM/2][BN] */
 template <int R>
@@ -633,7 +627,7 @@ __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, cons
             const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
             int u0, u1;
             if (R > 0) {
-                const int A0 = sext_byte<0>(Av[jn]), A1 = sext_byte<1>(Av[jn]);
+                const int A0 = (signed char)(Av[jn] & 0xff), A1 = (signed char)(Av[jn] >> 8);
                 u0 = (v0 + ((t * A0) >> ps)) >> s;
                 u1 = (v1 + ((t * A1) >> ps)) >> s;
             } else {
@@ -645,6 +639,12 @@ __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, cons
     }
 }
 #endif
+/* t + x . b over 32 bytes (x0 x1, b0 b1) */
+__device__ __forceinline__ int dp4a_16x2(int4 x0, int4 x1, int4 b0, int4 b1, int t) {
+    t = __dp4a(x0.x, b0.x, t); t = __dp4a(x0.y, b0.y, t); t = __dp4a(x0.z, b0.z, t); t = __dp4a(x0.w, b0.w, t);
+    t = __dp4a(x1.x, b1.x, t); t = __dp4a(x1.y, b1.y, t); t = __dp4a(x1.z, b1.z, t); t = __dp4a(x1.w, b1.w, t);
+    return t;
+}
 /* PLAIN, RESID: staged int8 rows out 16 bytes per access (the residual added): chunk c = t + q nthr (q < 4) is
  * row c / 8 of Os (output row m0 + c / 8), columns 16 (c % 8) .. +15 */
 template <int MODE>
@@ -784,6 +784,9 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
 #ifdef MMP_WGMMA
     int d[64];  /* warpgroup warp>>2: rows 64 (warp>>2) .. +63 x all 128 columns (a tile's first wgmma starts it) */
     int dt[16]; /* rank 1: those 64 rows . the B rows of their 32 pairs (a row needs its own pair's column) */
+    /* x . B by wgmma (PLAIN, RESID) or by dp4a per thread (BIAS_GATE, BIAS_MIX: their epilogue's registers
+     * and the 16 more accumulators spill) */
+    constexpr bool TW = MODE == MODE_PLAIN || MODE == MODE_RESID;
 #endif
     for (int it = 0; it < mine; it++) {
         const int g = (int)blockIdx.x + it * G, m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN;
@@ -796,7 +799,7 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
 #pragma unroll
                 for (int c = 0; c < 4; c++) acc[i][jn][c] = 0;
 #endif
-        int tpart = 0; /* mma.sync: this thread's part of its row's x . B */
+        int tpart = 0; /* dp4a: this thread's part of its row's x . B */
         (void)tpart;
         for (int kt = 0; kt < KT; kt++, j++) {
             cp_wait<STAGES - 2>();
@@ -828,12 +831,19 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
                 wg_fence();
                 wg_mma_s8(d, wg_desc(xa), wg_desc(wb), kt > 0);
                 wg_mma_s8(d, wg_desc(xa + 32), wg_desc(wb + 32));
-                if (R > 0) { /* t on the tensor cores too: 25% more MMA work, no per-thread dot products */
+                if (R > 0 && TW) { /* t on the tensor cores too: 25% more MMA work, no per-thread dot products */
                     const unsigned bb = (unsigned)__cvta_generic_to_shared(Bs + st * (BM / 2) * BK) + (warp >> 2) * 32 * 64;
                     wg_mma_s8(dt, wg_desc(xa), wg_desc(bb), kt > 0);
                     wg_mma_s8(dt, wg_desc(xa + 32), wg_desc(bb + 32));
                 }
                 wg_commit();
+            }
+            if (R > 0 && !TW) { /* t partial: thread -> row tid/2, half (tid&1) of the k-step (B swizzled as X) */
+                const int mi = tid >> 1, half = tid & 1;
+                const int4 x0 = *(const int4 *)(xs + wg_off(mi, 2 * half)), x1 = *(const int4 *)(xs + wg_off(mi, 2 * half + 1));
+                const int8_t *bs = Bs + st * (BM / 2) * BK;
+                const int4 b0 = *(const int4 *)(bs + wg_off(mi >> 1, 2 * half)), b1 = *(const int4 *)(bs + wg_off(mi >> 1, 2 * half + 1));
+                tpart = dp4a_16x2(x0, x1, b0, b1, tpart);
             }
             /* this k-step's wgmma runs on; the previous one is done in every warpgroup after the
              * barrier, so its stage (= the stage of job j + 2) can be reloaded */
@@ -850,11 +860,7 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
                 const int mi = tid >> 1, half = tid & 1;
                 const int4 *xw = (const int4 *)(xs + mi * LDS + half * 32);
                 const int4 *bw = (const int4 *)(Bs + (st * (BM / 2) + (mi >> 1)) * BK + half * 32);
-                const int4 x0 = xw[0], x1 = xw[1], b0 = bw[0], b1 = bw[1];
-                int t = tpart;
-                t = __dp4a(x0.x, b0.x, t); t = __dp4a(x0.y, b0.y, t); t = __dp4a(x0.z, b0.z, t); t = __dp4a(x0.w, b0.w, t);
-                t = __dp4a(x1.x, b1.x, t); t = __dp4a(x1.y, b1.y, t); t = __dp4a(x1.z, b1.z, t); t = __dp4a(x1.w, b1.w, t);
-                tpart = t;
+                tpart = dp4a_16x2(xw[0], xw[1], bw[0], bw[1], tpart);
             }
 #endif
         }
@@ -863,11 +869,13 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
 #endif
         if (R > 0) {
 #ifdef MMP_WGMMA
-            wg_ts(dt, ts, warp, gid, tig);
-#else
-            const int t = tpart + __shfl_xor_sync(0xffffffffu, tpart, 1), mi = tid >> 1;
-            if ((tid & 1) == 0) ts[mi] = (mi & 1) ? -t : t;
+            if (TW) wg_ts(dt, ts, warp, gid, tig);
+            else
 #endif
+            {
+                const int t = tpart + __shfl_xor_sync(0xffffffffu, tpart, 1), mi = tid >> 1;
+                if ((tid & 1) == 0) ts[mi] = (mi & 1) ? -t : t;
+            }
         }
         __syncthreads(); /* ts complete; the previous tile's stores have read Os */
         const int8_t *Ab = As + (it & 1) * (BM / 2) * BN;
@@ -1938,12 +1946,12 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
                     tmap_2d(c->tmap_encode, &tmn, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2, BN);
         if (a.tma && c->mmw_ctas > 0 && (mode == MODE_PLAIN || mode == MODE_RESID)) {
             const int nw = tiles < c->mmw_ctas ? tiles : c->mmw_ctas, smw = mmw_smem_bytes();
-            if (mode == MODE_PLAIN)
-                a.r ? mmw_kernel<MODE_PLAIN, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)
-                    : mmw_kernel<MODE_PLAIN, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
-            else
-                a.r ? mmw_kernel<MODE_RESID, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)
-                    : mmw_kernel<MODE_RESID, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
+#define MMW_GO(M)                                                                                                   \
+    (a.r ? mmw_kernel<M, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)                                   \
+         : mmw_kernel<M, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn))
+            if (mode == MODE_PLAIN) MMW_GO(MODE_PLAIN);
+            else MMW_GO(MODE_RESID);
+#undef MMW_GO
             CKL();
             return 0;
         }
