@@ -124,5 +124,19 @@ print('len %d vs %d, %d differ, first at %s: cpu %s gpu %s' % (len(x),len(y),len
   $BIN $base --steps 4 --backend "$gb" --checkpoint-dir "$T/ck" --resume latest >"$T/r3" 2>&1
   a=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/r1"); b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/r3")
   [ -n "$a" ] && [ "$a" = "$b" ] && ok "$gb-resume-from-cpu" || bad "$gb-resume-from-cpu" "straight cpu=$a resumed $gb=$b"
+  # two MPI ranks on this GPU (MPI exchange): each rank's update copies its own pairs' noise from its
+  # eval's blob and hashes the other rank's; the weights must equal the one-process CPU run's
+  base="--data $T/c.txt --hidden 256 --layers 2 --pop 512 --seq 6 --steps 3 --val-every 0 --threads 2"; rm -f "$T/m2"
+  if command -v mpirun >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
+      mpirun --oversubscribe -np 2 $BIN $base --backend "$gb" >"$T/m2" 2>&1
+  fi
+  if [ -s "$T/m2" ] && grep -aq 'rank 0/2' "$T/m2"; then
+    # shellcheck disable=SC2086
+    $BIN $base --backend cpu >"$T/m1" 2>&1
+    a=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/m1"); b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/m2" | head -1)
+    [ -n "$a" ] && [ "$a" = "$b" ] && ok "$gb-two-ranks-one-gpu" || bad "$gb-two-ranks-one-gpu" "cpu=$a 2 ranks $gb=$b: $(grep -a 'error' "$T/m2" | head -1)"
+  else sk "$gb-two-ranks-one-gpu" "no mpirun, or this build has no MPI"; fi
 done
 finish

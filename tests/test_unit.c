@@ -165,6 +165,12 @@ static void exact_noise_pmf(double *pmf /* [181], index v + 90 */) {
     memcpy(pmf, cur, sizeof cur);
 }
 
+/* the noise value as docs/ALGORITHM.md writes it: 64-bit masks and one 64-bit multiply */
+static int noise_spec(uint64_t key, uint32_t idx) {
+    uint64_t h = egg_mix64(key + (uint64_t)(idx + 1) * EGG_GOLDEN) & 0x0000ffffffffffffull;
+    uint64_t s = (h & 0x0f0f0f0f0f0full) + ((h >> 4) & 0x0f0f0f0f0f0full);
+    return (int)(((s * 0x010101010101ull) >> 40) & 0xff) - 90;
+}
 static void test_noise(void) {
     enum { N = 1 << 20 };
     int *a = malloc(sizeof(int) * N), *b = malloc(sizeof(int) * N);
@@ -179,6 +185,22 @@ static void test_noise(void) {
             if (egg_noise(k2, (uint32_t)i) != a[i]) { bad(&c, "egg_noise(key, %d) differs between calls", i); break; }
         if (egg_noise_key(7, 3, 5, 11) == egg_noise_key(8, 3, 5, 11)) bad(&c, "seed does not change the key");
         done("noise_deterministic", &c);
+    }
+
+    /* egg_noise (32-bit words) equals the 64-bit form of docs/ALGORITHM.md on 4 M (key, idx) */
+    {
+        memset(&c, 0, sizeof c);
+        uint64_t z = 12345;
+        for (int i = 0; i < 4 * N; i++) {
+            z = egg_mix64(z + EGG_GOLDEN);
+            const uint64_t key = z;
+            const uint32_t idx = (uint32_t)(egg_mix64(z ^ 0x5bd1e995u) >> (i & 31));
+            if (egg_noise(key, idx) != noise_spec(key, idx)) {
+                bad(&c, "egg_noise(%llx, %u) = %d, spec %d", (unsigned long long)key, idx, egg_noise(key, idx), noise_spec(key, idx));
+                break;
+            }
+        }
+        done("noise_matches_spec", &c);
     }
 
     /* moments over many keys and indices */

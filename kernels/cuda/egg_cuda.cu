@@ -491,6 +491,7 @@ __device__ __forceinline__ int ln_apply(int x, int w, lnq q) {
     return p < 0 ? -r : r;
 }
 union w4u { int w; signed char b[4]; };
+union bytes16 { int4 v; signed char b[16]; };
 __device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
 #if defined(__HIPCC__)
     return abs(u.b[0]) + abs(u.b[1]) + abs(u.b[2]) + abs(u.b[3]);
@@ -516,7 +517,6 @@ __device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
 __host__ __device__ constexpr int mmp_smem_bytes() {
     return STAGES * (BM + BN) * LDS + STAGES * (BM / 2) * BK + 2 * (BM / 2) * BN + BM * OLD + BM * 4 + STAGES * 8;
 }
-union bytes16 { int4 v; signed char b[16]; };
 /* bytes {clip8(u0), clip8(u1), 0, 0}: the lower bound by max, the upper by the
  * saturating pack (cvt.pack.sat; a byte-wise max after it costs 5 instructions on sm_90) */
 __device__ __forceinline__ unsigned pack2_clip8(int u0, int u1) {
@@ -1735,24 +1735,33 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
     noise[(size_t)p * pstride + off + dst] = (int8_t)egg_noise(key, idx);
 }
 
-/* update operands: Lm[o][e*r+j] = s_e * A_e[o][j], Rm[i][e*r+j] = B_e[i][j]; zero padding to Kp */
+/* update operands: Lm[o][e*r+j] = s_e * A_e[o][j], Rm[i][e*r+j] = B_e[i][j]; zero padding to Kp. An entry
+ * of this rank's own pairs (plo <= pair < phi) is copied from the step's noise blob (blob: its A [r][N], B at
+ * + bspan [r][K]; N and K multiples of 16, so a block's 16 rows are one aligned 16-byte load) instead of
+ * hashed again; NULL blob: every entry hashed */
 #define UPD_ROWS 16 /* operand rows per block: an entry's key (three mix64 rounds) once per 16 rows */
 __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t seed, uint32_t epoch, uint32_t id,
-                                    const int *ek, const int8_t *es, int8_t *Lm, int8_t *Rm) {
+                                    const int *ek, const int8_t *es, const int8_t *blob, size_t pstride, size_t bspan,
+                                    int plo, int phi, int8_t *Lm, int8_t *Rm) {
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (col >= Kp) return;
     const int e = col / r, j = col % r, r0 = blockIdx.y * UPD_ROWS, r1 = min(N + K, r0 + UPD_ROWS);
     uint64_t key = 0;
     int sg = 0;
+    const int8_t *own = NULL;
     if (e < E) {
-        key = egg_noise_key(seed, epoch, id, (uint32_t)ek[e]);
+        const int p = ek[e];
+        if (blob && p >= plo && p < phi) own = blob + (size_t)(p - plo) * pstride;
+        else key = egg_noise_key(seed, epoch, id, (uint32_t)p);
         sg = es[e];
     }
+    bytes16 ov;
+    if (own) ov.v = __ldg((const int4 *)(own + (r0 < N ? (size_t)j * N + r0 : bspan + (size_t)j * K + (r0 - N))));
     for (int row = r0; row < r1; row++) { /* rows 0..N-1: Lm, N..N+K-1: Rm */
         int8_t v = 0;
         if (e < E) {
-            if (row < N) v = (int8_t)(sg * egg_noise(key, (uint32_t)(row * r + j)));
-            else v = (int8_t)egg_noise(key, (uint32_t)(N * r + (row - N) * r + j));
+            if (row < N) v = (int8_t)(sg * (own ? ov.b[row - r0] : egg_noise(key, (uint32_t)(row * r + j))));
+            else v = own ? ov.b[row - r0] : (int8_t)egg_noise(key, (uint32_t)(N * r + (row - N) * r + j));
         }
         if (row < N) Lm[(size_t)row * Kp + col] = v;
         else Rm[(size_t)(row - N) * Kp + col] = v;
@@ -2251,6 +2260,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         const egg_tensor *t = &m->t[id];
         int8_t *w = c->params + t->off;
         if (!E) break;
+
         if (t->kind == EGG_T_VEC) {
             dim3 g((unsigned)((t->rows + 127) / 128), (unsigned)((E + 255) / 256));
             upd_vec_kernel<<<g, 128, 0, c->st>>>(E, t->rows, seed, epoch, (uint32_t)id, c->ek, c->es, c->Z);
@@ -2265,7 +2275,11 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
             }
             c->Rm = c->Lm + (size_t)N * Kp;
             dim3 g((unsigned)((Kp + 255) / 256), (unsigned)((N + K + UPD_ROWS - 1) / UPD_ROWS));
-            upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, r, seed, epoch, (uint32_t)id, c->ek, c->es, c->Lm, c->Rm);
+            /* this rank's pairs from the eval's noise blob where it holds this step's noise (not the embedding's: its blob has B only) */
+            const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch && id != EGG_T_EMB && N % 16 == 0 && K % 16 == 0;
+            upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, r, seed, epoch, (uint32_t)id, c->ek, c->es,
+                                                      blob ? c->noise + c->noff[id] : NULL, c->pstride, a_span(r, N),
+                                                      c->m0 / 2, c->m1 / 2, c->Lm, c->Rm);
             CKL();
             prof_mark(c, P_UPD_OP);
             MMArgs a;
