@@ -609,8 +609,11 @@ __device__ __forceinline__ void wg_ts(const int (&dt)[16], int *ts, int warp, in
         ts[mi] = (mi & 1) ? -t : t;
     }
 }
+/* the pairs' A rows [BM/2][BN] of the persistent GEMMs on sm_90a: 16-byte chunk c of pair row p at chunk
+ * c ^ (p % 8) (TMA's 128-byte swizzle), so the 4 pair rows a warp's fragment rows read fall in different banks */
+__device__ __forceinline__ int as_off(int p, int col) { return p * BN + ((((col >> 4) ^ p) & 7) << 4) + (col & 15); }
 /* a warp's wgmma accumulators (rows 16 warp + lane/4 (+8) of the tile, columns 8 j + 2 (lane % 4) (+1)) to
- * int8 y = clip((v + ((t A) >> ps)) >> s) in the staging tile Os; Ab: the tile's pairs' A rows [BM/2][BN] */
+ * int8 y = clip((v + ((t A) >> ps)) >> s) in the staging tile Os; Ab: the tile's pairs' A rows (as_off) */
 template <int R>
 __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, const int8_t *Ab, const int *ts, int warp, int gid,
                                             int tig, int s, int ps) {
@@ -621,7 +624,7 @@ __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, cons
         /* the row's A values first: the compiler keeps shared loads behind earlier shared stores */
         unsigned short Av[16];
 #pragma unroll
-        for (int jn = 0; jn < 16; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ab + (ml >> 1) * BN + jn * 8 + tig * 2) : 0;
+        for (int jn = 0; jn < 16; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ab + as_off(ml >> 1, jn * 8 + tig * 2)) : 0;
 #pragma unroll
         for (int jn = 0; jn < 16; jn++) {
             const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
@@ -765,7 +768,12 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
                 for (int h = 0; h < 2; h++) {
                     const int cc = 2 * c + h;
                     const bool oka = okr && n0 + cc * 16 < a.N;
-                    cp_async16(As + ((it & 1) * (BM / 2) + p) * BN + cc * 16, oka ? blob + n0 + cc * 16 : a.noise, oka);
+#ifdef MMP_WGMMA
+                    const int ao = as_off(p, cc * 16);
+#else
+                    const int ao = p * BN + cc * 16;
+#endif
+                    cp_async16(As + (it & 1) * (BM / 2) * BN + ao, oka ? blob + n0 + cc * 16 : a.noise, oka);
                 }
             }
         }
@@ -1905,14 +1913,14 @@ static void ctx_free(Ctx *c) {
 
 #ifdef EGG_MMP
 /* the tensor map of a row-major int8 matrix [rows][cols] (row pitch ld bytes) read in boxes of
- * BK columns x box_rows rows, 64B-swizzled (the layout wg_off describes), zeros outside; box_cols
- * other than BK: rows of box_cols bytes as they are (no swizzle) */
+ * BK columns x box_rows rows, 64B-swizzled (the layout wg_off describes), zeros outside; box_cols = BN:
+ * 128-byte rows, 128B-swizzled (as_off) */
 static bool tmap_2d(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const int8_t *p, size_t cols, size_t rows, size_t ld,
                     int box_rows, int box_cols = BK) {
     const cuuint64_t dim[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)ld};
     const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows}, es[2] = {1, 1};
     return enc(m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dim, stride, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-               box_cols == BK ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+               box_cols == BK ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 /* the driver's tensor-map encoder through the runtime (no -lcuda); NULL where unavailable */
