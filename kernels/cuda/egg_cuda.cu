@@ -985,18 +985,29 @@ __host__ __device__ constexpr int mmw_smem_bytes() {
     return WS_STAGES * mmw_stage_bytes() + 2 * (BM / 2) * BN + BM * OLD + BM * 4 + (2 * WS_STAGES + 4) * 8;
 }
 #ifdef MMP_WGMMA
+/* tile g of a launch: output block (m0, n0) and k-steps kt0 .. kt0 + ktn - 1 (MODE_UPDATE splits K into
+ * pieces of `per` k-steps, the pieces' tiles after all tiles of the piece before) */
+__device__ __forceinline__ void mmw_tile(const MMArgs &a, int g, int per, int KT, int &m0, int &n0, int &kt0, int &ktn) {
+    const int mn = g % (a.mtn * a.ntn), kz = g / (a.mtn * a.ntn);
+    m0 = (mn / a.ntn) * BM;
+    n0 = (mn % a.ntn) * BN;
+    kt0 = kz * per;
+    ktn = min(per, KT - kt0);
+}
 template <int MODE, int R, int w>
 __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const int8_t *As, int8_t *Os, int *ts, uint64_t *full,
-                                            uint64_t *empty, uint64_t *aempty, uint64_t *turn, int mine, int KT, bool turns, int tid) {
+                                            uint64_t *empty, uint64_t *aempty, uint64_t *turn, int mine, int per, int KT, bool turns,
+                                            int tid) {
     const int G = (int)gridDim.x;
     const int warp = tid >> 5, lane = tid & 31, wt = tid & 127, gid = lane >> 2, tig = lane & 3;
     int d[64], dt[16];
     int j = 0;
     for (int it = 0; it < mine; it++) {
-        const int g = (int)blockIdx.x + it * G, m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN;
+        int m0, n0, kt0, ktn;
+        mmw_tile(a, (int)blockIdx.x + it * G, per, KT, m0, n0, kt0, ktn);
         /* warpgroup 0 issues tile it's MMAs after warpgroup 1 issued tile it - 1's; warpgroup 1 after warpgroup 0 */
         if (turns && (w == 1 || it > 0)) mbar_wait(turn + w, (unsigned)(w == 0 ? it - 1 : it) & 1);
-        for (int kt = 0; kt < KT; kt++, j++) {
+        for (int kt = 0; kt < ktn; kt++, j++) {
             const int st = j % WS_STAGES;
             mbar_wait(full + st, (unsigned)(j / WS_STAGES) & 1);
             const unsigned sb = (unsigned)__cvta_generic_to_shared(St + st * mmw_stage_bytes());
@@ -1016,6 +1027,20 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
         if (turns) mbar_arrive(turn + (1 - w));
         wg_wait<0>();
         mbar_arrive(empty + (j - 1) % WS_STAGES);
+        if (MODE == MODE_UPDATE) { /* this K piece's partial votes into Z (int32; zeros skipped) */
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const int m = m0 + warp * 16 + gid + hr * 8;
+#pragma unroll
+                for (int jn = 0; jn < 16; jn++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int o = n0 + jn * 8 + tig * 2 + e, v = d[jn * 4 + hr * 2 + e];
+                        if (v && m < a.M && o < a.N) atomicAdd(&a.Z[(size_t)m * a.N + o], v);
+                    }
+            }
+            continue;
+        }
         if (R > 0) wg_ts(dt, ts, warp, gid, tig);
         named_sync(1 + w, 128); /* ts complete; this warpgroup's previous out pass has read its rows of Os */
         wg_frag_out<R>(d, Os, As + (it & 1) * (BM / 2) * BN, ts, warp, gid, tig, a.s, a.pshift);
@@ -1050,17 +1075,19 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    const int ntiles = a.mtn * a.ntn, G = (int)gridDim.x;
+    const int KT = (a.K + BK - 1) / BK, per = a.ksplit > 0 ? a.ksplit / BK : KT; /* k-steps per tile */
+    const int ntiles = a.mtn * a.ntn * ((KT + per - 1) / per), G = (int)gridDim.x;
     const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0;
-    const int KT = (a.K + BK - 1) / BK;
-    const bool turns = 2 * KT <= WS_STAGES;
+    const bool turns = 2 * per <= WS_STAGES;
     if (warp == 8) { /* producer: one thread walks the jobs (tile, k-step) */
         if (lane == 0) {
             int j = 0;
             for (int it = 0; it < mine; it++) {
-                const int g = (int)blockIdx.x + it * G, m0 = (g / a.ntn) * BM, n0 = (g % a.ntn) * BN;
+                int m0, n0, kt0, ktn;
+                mmw_tile(a, (int)blockIdx.x + it * G, per, KT, m0, n0, kt0, ktn);
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
-                for (int kt = 0; kt < KT; kt++, j++) {
+                for (int q = 0; q < ktn; q++, j++) {
+                    const int kt = kt0 + q; /* R > 0: one piece, kt0 = 0 */
                     const int st = j % WS_STAGES;
                     if (j >= WS_STAGES) mbar_wait(empty + st, (unsigned)(j / WS_STAGES - 1) & 1);
                     if (R > 0 && kt == 0 && it >= 2) mbar_wait(aempty + (it & 1), (unsigned)((it >> 1) - 1) & 1);
@@ -1079,8 +1106,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
     }
     /* consumers: warpgroup w = warp / 4 owns rows 64 w .. 64 w + 63 of every tile (w as a template
      * argument, so the descriptors are uniform values) */
-    if (warp < 4) mmw_consume<MODE, R, 0>(a, St, As, Os, ts, full, empty, aempty, turn, mine, KT, turns, tid);
-    else mmw_consume<MODE, R, 1>(a, St, As, Os, ts, full, empty, aempty, turn, mine, KT, turns, tid);
+    if (warp < 4) mmw_consume<MODE, R, 0>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
+    else mmw_consume<MODE, R, 1>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
 #else
     (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
 #endif
@@ -1938,6 +1965,25 @@ static PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder(void) {
 static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
     dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN, 1);
 #ifdef EGG_MMP
+    /* the update's GEMM (K = the pairs, ld = K, a multiple of 64) in the warp-specialised kernel: K split
+     * into pieces so the tiles cover the GPU's CTAs twice, partial sums added into Z */
+    if (mode == MODE_UPDATE && c->mmw_ctas > 0 && ((uintptr_t)a.X | (uintptr_t)a.W | (uintptr_t)a.ldx | (uintptr_t)a.ldw) % 16 == 0) {
+        CUtensorMap tmx, tmw;
+        memset(&tmx, 0, sizeof tmx);
+        memset(&tmw, 0, sizeof tmw);
+        if (tmap_2d(c->tmap_encode, &tmx, a.X, a.K, a.M, a.ldx, BM) && tmap_2d(c->tmap_encode, &tmw, a.W, a.K, a.N, a.ldw, BN)) {
+            a.mtn = (int)grid.x;
+            a.ntn = (int)grid.y;
+            /* pieces of at least 16 k-steps (each piece's tile ends in 16 K atomics per thread), about one tile per CTA */
+            const int mn = a.mtn * a.ntn, KT = (a.K + BK - 1) / BK, want = (c->mmw_ctas + mn - 1) / mn;
+            const int per = max((KT + want - 1) / want, 16), tiles = mn * ((KT + per - 1) / per);
+            a.ksplit = per * BK;
+            a.tma = 1;
+            mmw_kernel<MODE_UPDATE, 0><<<tiles < c->mmw_ctas ? tiles : c->mmw_ctas, WS_THREADS, mmw_smem_bytes(), c->st>>>(a, tmx, tmw, tmx, tmx);
+            CKL();
+            return 0;
+        }
+    }
     /* the persistent kernel: rank <= 1 with p in int32, N in 16-byte chunks, >= 2 k-steps
      * (its A rows are double-buffered by tile parity, which needs a tile's first load
      * issued after the tile before the previous one is done) */
@@ -2640,7 +2686,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         if (c->tmap_encode && !(getenv("EGG_CUDA_WS") && atoi(getenv("EGG_CUDA_WS")) == 0) &&
             (size_t)mmw_smem_bytes() <= prop.sharedMemPerBlockOptin) {
 #define MMW_ATTR(M, R) CK(cudaFuncSetAttribute(mmw_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
-            MMW_ATTR(MODE_PLAIN, 0) MMW_ATTR(MODE_PLAIN, 1) MMW_ATTR(MODE_RESID, 0) MMW_ATTR(MODE_RESID, 1)
+            MMW_ATTR(MODE_PLAIN, 0) MMW_ATTR(MODE_PLAIN, 1) MMW_ATTR(MODE_RESID, 0) MMW_ATTR(MODE_RESID, 1) MMW_ATTR(MODE_UPDATE, 0)
 #undef MMW_ATTR
             c->mmw_ctas = c->nsm; /* one CTA per SM */
             if (e && atoi(e) >= 2 && atoi(e) < c->mmw_ctas) c->mmw_ctas = atoi(e); /* EGG_CUDA_MMP=n: many tiles per CTA */
