@@ -556,6 +556,16 @@ __device__ __forceinline__ void wg_mma_s8(int (&d)[32], uint64_t da, uint64_t db
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
                  : "l"(da), "l"(db), "r"(acc));
 }
+/* m64n160k32: the warp-specialised GEMM's 128 weight rows and its warpgroup's 32 pairs' B rows in one MMA */
+__device__ __forceinline__ void wg_mma_s8(int (&d)[80], uint64_t da, uint64_t db, int acc = 1) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %82, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n160k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79}, %80, %81, p;\n"
+                 "}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79])
+                 : "l"(da), "l"(db), "r"(acc));
+}
 /* m64n32k32 (the persistent GEMM's x . B of 64 rows against 32 pairs' B rows) */
 __device__ __forceinline__ void wg_mma_s8(int (&d)[16], uint64_t da, uint64_t db, int acc = 1) {
     asm volatile("{\n"
@@ -980,7 +990,13 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
  * MMAs, then epilogues, in step. Same integer operations as mmp_kernel (shared helpers). */
 #define WS_STAGES 8
 #define WS_THREADS (2 * 128 + 32)
-__host__ __device__ constexpr int mmw_stage_bytes() { return (BM + BN + BM / 2) * BK; } /* X, W, B: 20 KB, 1024-aligned */
+__host__ __device__ constexpr int mmw_stage_bytes() { return (BM + BN + BM / 2) * BK; } /* 20 KB, 1024-aligned */
+/* a stage: X [BM][BK], then the first 32 pairs' B rows [32][BK], W [BN][BK], the other 32 pairs' B rows: each
+ * warpgroup's B operand, W and its pairs' B rows, is contiguous ([B0 W] for rows 0-63, [W B1] for 64-127), so one
+ * m64n160k32 per k32 computes x.W and x.B reading the X tile once */
+#define WS_OFF_B0 (BM * BK)
+#define WS_OFF_W (BM * BK + 32 * BK)
+#define WS_OFF_B1 (BM * BK + 32 * BK + BN * BK)
 __host__ __device__ constexpr int mmw_smem_bytes() {
     return WS_STAGES * mmw_stage_bytes() + 2 * (BM / 2) * BN + BM * OLD + BM * 4 + (2 * WS_STAGES + 4) * 8;
 }
@@ -1000,7 +1016,11 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
                                             int tid) {
     const int G = (int)gridDim.x;
     const int warp = tid >> 5, lane = tid & 31, wt = tid & 127, gid = lane >> 2, tig = lane & 3;
-    int d[64], dt[16];
+    /* rank 1: warpgroup 0's 160 columns are its pairs' 32 then the 128 outputs, warpgroup 1's the outputs then
+     * its pairs'; rank 0: the 128 outputs */
+    int dd[80];
+    int(&d)[64] = *reinterpret_cast<int(*)[64]>(dd + (R > 0 && w == 0 ? 16 : 0));
+    int(&dt)[16] = *reinterpret_cast<int(*)[16]>(dd + (w == 0 ? 0 : 64));
     int j = 0;
     for (int it = 0; it < mine; it++) {
         int m0, n0, kt0, ktn;
@@ -1011,14 +1031,16 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
             const int st = j % WS_STAGES;
             mbar_wait(full + st, (unsigned)(j / WS_STAGES) & 1);
             const unsigned sb = (unsigned)__cvta_generic_to_shared(St + st * mmw_stage_bytes());
-            const unsigned xa = sb + w * 64 * BK, wb = sb + BM * BK;
+            const unsigned xa = sb + w * 64 * BK;
             wg_fence();
-            wg_mma_s8(d, wg_desc(xa), wg_desc(wb), kt > 0);
-            wg_mma_s8(d, wg_desc(xa + 32), wg_desc(wb + 32));
-            if (R > 0) { /* x . B of the warpgroup's rows against its 32 pairs */
-                const unsigned bb = sb + (BM + BN) * BK + w * 32 * BK;
-                wg_mma_s8(dt, wg_desc(xa), wg_desc(bb), kt > 0);
-                wg_mma_s8(dt, wg_desc(xa + 32), wg_desc(bb + 32));
+            if (R > 0) { /* x . [B0 W] or x . [W B1] */
+                const unsigned wb = sb + (w == 0 ? WS_OFF_B0 : WS_OFF_W);
+                wg_mma_s8(dd, wg_desc(xa), wg_desc(wb), kt > 0);
+                wg_mma_s8(dd, wg_desc(xa + 32), wg_desc(wb + 32));
+            } else {
+                const unsigned wb = sb + WS_OFF_W;
+                wg_mma_s8(d, wg_desc(xa), wg_desc(wb), kt > 0);
+                wg_mma_s8(d, wg_desc(xa + 32), wg_desc(wb + 32));
             }
             wg_commit();
             wg_wait<1>(); /* the previous k-step's MMAs are done: its stage is free as far as this warpgroup goes */
@@ -1094,9 +1116,11 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
                     int8_t *sb = St + st * mmw_stage_bytes();
                     mbar_expect_tx(full + st, (BM + BN) * BK + (R > 0 ? (BM / 2) * BK + (kt == 0 ? (BM / 2) * BN : 0) : 0));
                     tma_load_2d(sb, &tmx, kt * BK, m0, full + st);
-                    tma_load_2d(sb + BM * BK, &tmw, kt * BK, n0, full + st);
-                    if (R > 0) {
-                        tma_load_2d(sb + (BM + BN) * BK, &tmb, (int)(a.aoff + a_span(1, a.N)) + kt * BK, p0, full + st);
+                    tma_load_2d(sb + WS_OFF_W, &tmw, kt * BK, n0, full + st);
+                    if (R > 0) { /* B boxes of 32 pairs (launch_mm) */
+                        const int kb = (int)(a.aoff + a_span(1, a.N)) + kt * BK;
+                        tma_load_2d(sb + WS_OFF_B0, &tmb, kb, p0, full + st);
+                        tma_load_2d(sb + WS_OFF_B1, &tmb, kb, p0 + 32, full + st);
                         if (kt == 0) tma_load_2d(As + (it & 1) * (BM / 2) * BN, &tmn, (int)a.aoff + n0, p0, full + st);
                     }
                 }
@@ -2007,7 +2031,10 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
             a.tma = a.wrap > 0 && a.wrap % (BM / 2) == 0 && a.pstride < ((size_t)1 << 31) &&
                     tmap_2d(c->tmap_encode, &tmb, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2) &&
                     tmap_2d(c->tmap_encode, &tmn, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2, BN);
-        if (a.tma && c->mmw_ctas > 0 && (mode == MODE_PLAIN || mode == MODE_RESID)) {
+        const bool ws = c->mmw_ctas > 0 && (mode == MODE_PLAIN || mode == MODE_RESID);
+        if (a.tma && a.r && ws) /* its B boxes are 32 pairs (one warpgroup's) */
+            a.tma = tmap_2d(c->tmap_encode, &tmb, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 4);
+        if (a.tma && ws) {
             const int nw = tiles < c->mmw_ctas ? tiles : c->mmw_ctas, smw = mmw_smem_bytes();
 #define MMW_GO(M)                                                                                                   \
     (a.r ? mmw_kernel<M, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)                                   \
