@@ -1767,6 +1767,7 @@ __global__ void reset_kernel(int n, int H, int L, const uint8_t *reset, int grou
 }
 
 /* noise blob of tensor `id` for local pairs [0, np): global pair p0 + p */
+template <bool R1> /* rank 1: A[0][o] = noise(o), B[0][k] = noise(N + k), no divisions */
 __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch, uint32_t id, int kind, int N, int K, int r,
                              int is_emb, size_t off, size_t pstride, int8_t *noise) {
     /* 32-bit index math (a blob is at most r * (N + K) bytes; 64-bit division is a long software sequence) */
@@ -1783,11 +1784,11 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
     uint32_t idx;
     if (kind == EGG_T_VEC) idx = i;
     else if (!is_emb && i < rN) { /* A[j][o] = noise(o*r + j) */
-        const uint32_t j = i / (uint32_t)N, o = i - j * (uint32_t)N;
+        const uint32_t j = R1 ? 0 : i / (uint32_t)N, o = i - j * (uint32_t)N;
         idx = o * (uint32_t)r + j;
     } else { /* B[j][k] = noise(N*r + k*r + j) */
         const uint32_t b = is_emb ? i : i - rN;
-        const uint32_t j = b / (uint32_t)K, k = b - j * (uint32_t)K;
+        const uint32_t j = R1 ? 0 : b / (uint32_t)K, k = b - j * (uint32_t)K;
         idx = rN + k * (uint32_t)r + j;
         if (!is_emb) dst = (uint32_t)a_span(r, N) + b;
     }
@@ -2253,8 +2254,12 @@ static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
         int is_emb = id == EGG_T_EMB;
         size_t len = t->kind == EGG_T_VEC ? 2 * (size_t)t->rows : (is_emb ? (size_t)c->r * t->cols : (size_t)c->r * (t->rows + t->cols));
         dim3 grid((unsigned)((len + 255) / 256), (unsigned)np);
-        noise_kernel<<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, (uint32_t)id, t->kind, t->rows, t->cols,
-                                              c->r, is_emb, c->noff[id], c->pstride, c->noise);
+        if (c->r == 1)
+            noise_kernel<true><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, (uint32_t)id, t->kind, t->rows, t->cols,
+                                                        c->r, is_emb, c->noff[id], c->pstride, c->noise);
+        else
+            noise_kernel<false><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, (uint32_t)id, t->kind, t->rows, t->cols,
+                                                         c->r, is_emb, c->noff[id], c->pstride, c->noise);
         CKL();
     }
     prof_mark(c, P_NOISE);
