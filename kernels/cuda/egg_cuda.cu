@@ -1771,9 +1771,9 @@ template <bool R1> /* rank 1: A[0][o] = noise(o), B[0][k] = noise(N + k), no div
 __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch, uint32_t id, int kind, int N, int K, int r,
                              int is_emb, size_t off, size_t pstride, int8_t *noise) {
     /* 32-bit index math (a blob is at most r * (N + K) bytes; 64-bit division is a long software sequence) */
-    const int p = blockIdx.y;
+    const int p = blockIdx.x; /* pairs on x: y is limited to 65535 */
     const uint32_t len = kind == EGG_T_VEC ? 2u * (uint32_t)N : (is_emb ? (uint32_t)(r * K) : (uint32_t)(r * (N + K)));
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t i = blockIdx.y * blockDim.x + threadIdx.x;
     __shared__ uint64_t skey; /* the pair's key, once per block (three mix64 rounds) */
     if (threadIdx.x == 0) skey = egg_noise_key(seed, epoch, id, p0 + (uint32_t)p);
     __syncthreads();
@@ -1830,9 +1830,9 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t
 
 __global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint32_t id, const int *ek, const int8_t *es,
                                int32_t *Z) {
-    /* block (i-chunk, e-chunk): each thread one element i, a slice of entries */
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    const int e0 = blockIdx.y * 256, e1 = min(E, e0 + 256);
+    /* block (e-chunk, i-chunk): each thread one element i, a slice of entries */
+    const int i = blockIdx.y * blockDim.x + threadIdx.x;
+    const int e0 = blockIdx.x * 256, e1 = min(E, e0 + 256); /* entries on x: y is limited to 65535 */
     __shared__ uint64_t keys[256]; /* the slice's keys, once per block */
     __shared__ int sgs[256];
     for (int q = threadIdx.x; q < e1 - e0; q += blockDim.x) {
@@ -2253,7 +2253,7 @@ static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
         const egg_tensor *t = &m->t[id];
         int is_emb = id == EGG_T_EMB;
         size_t len = t->kind == EGG_T_VEC ? 2 * (size_t)t->rows : (is_emb ? (size_t)c->r * t->cols : (size_t)c->r * (t->rows + t->cols));
-        dim3 grid((unsigned)((len + 255) / 256), (unsigned)np);
+        dim3 grid((unsigned)np, (unsigned)((len + 255) / 256));
         if (c->r == 1)
             noise_kernel<true><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, (uint32_t)id, t->kind, t->rows, t->cols,
                                                         c->r, is_emb, c->noff[id], c->pstride, c->noise);
@@ -2348,7 +2348,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         if (!E) break;
 
         if (t->kind == EGG_T_VEC) {
-            dim3 g((unsigned)((t->rows + 127) / 128), (unsigned)((E + 255) / 256));
+            dim3 g((unsigned)((E + 255) / 256), (unsigned)((t->rows + 127) / 128));
             upd_vec_kernel<<<g, 128, 0, c->st>>>(E, t->rows, seed, epoch, (uint32_t)id, c->ek, c->es, c->Z);
             CKL();
         } else {
