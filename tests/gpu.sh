@@ -81,6 +81,7 @@ configs=(
   "h256-r1-noise-by-tma-gemm-recurrence|--hidden 256 --layers 2 --rank 1 --pop 384 --seq 7|EGG_CUDA_RCHUNK=0 EGG_CUDA_MMP=3"
   "h128-r1-mmp-not-warp-specialised|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_WS=0"
   "h32-r1-65537-pairs-beyond-grid-y|--hidden 32 --layers 1 --rank 1 --pop 131074 --seq 3"
+  "h160-r1-warp-specialised-partial-tiles|--hidden 160 --layers 2 --rank 1 --pop 256 --seq 5"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then
