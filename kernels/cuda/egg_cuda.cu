@@ -524,6 +524,16 @@ __device__ __forceinline__ unsigned pack2_clip8(int u0, int u1) {
     asm("cvt.pack.sat.s8.s32.b32 %0, %1, %2, 0;" : "=r"(d) : "r"(max(u1, -127)), "r"(max(u0, -127)));
     return d;
 }
+/* two adjacent outputs of a rank-1 epilogue (R = 0: unperturbed): clip8((v + ((t A) >> ps)) >> s), packed as
+ * two bytes; Aw holds their two A bytes */
+template <int R>
+__device__ __forceinline__ unsigned short epi_pair(int v0, int v1, unsigned short Aw, int t, int s, int ps) {
+    if (R > 0) {
+        v0 += (t * (int)(signed char)(Aw & 0xff)) >> ps;
+        v1 += (t * (int)(signed char)(Aw >> 8)) >> ps;
+    }
+    return (unsigned short)pack2_clip8(v0 >> s, v1 >> s);
+}
 /* clip8(y + o) on four int8 lanes: saturate to -128..127, then raise -128 to -127 */
 __device__ __forceinline__ unsigned add_clip4(unsigned y, unsigned o) { return __vmaxs4(__vaddss4(y, o), 0x81818181u); }
 
@@ -636,19 +646,8 @@ __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, cons
 #pragma unroll
         for (int jn = 0; jn < 16; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ab + as_off(ml >> 1, jn * 8 + tig * 2)) : 0;
 #pragma unroll
-        for (int jn = 0; jn < 16; jn++) {
-            const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
-            int u0, u1;
-            if (R > 0) {
-                const int A0 = (signed char)(Av[jn] & 0xff), A1 = (signed char)(Av[jn] >> 8);
-                u0 = (v0 + ((t * A0) >> ps)) >> s;
-                u1 = (v1 + ((t * A1) >> ps)) >> s;
-            } else {
-                u0 = v0 >> s;
-                u1 = v1 >> s;
-            }
-            *(unsigned short *)(Os + ml * OLD + jn * 8 + tig * 2) = (unsigned short)pack2_clip8(u0, u1);
-        }
+        for (int jn = 0; jn < 16; jn++)
+            *(unsigned short *)(Os + ml * OLD + jn * 8 + tig * 2) = epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
     }
 }
 #endif
@@ -914,20 +913,9 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
 #pragma unroll
                 for (int jn = 0; jn < EJ; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ab + (ml >> 1) * BN + cbase + jn * 8 + tig * 2) : 0;
 #pragma unroll
-                for (int jn = 0; jn < EJ; jn++) {
-                    const int col = cbase + jn * 8 + tig * 2;
-                    const int v0 = acc[i][jn][hr * 2], v1 = acc[i][jn][hr * 2 + 1];
-                    int u0, u1;
-                    if (R > 0) {
-                        const int A0 = (signed char)(Av[jn] & 0xff), A1 = (signed char)(Av[jn] >> 8);
-                        u0 = (v0 + ((t * A0) >> ps)) >> s;
-                        u1 = (v1 + ((t * A1) >> ps)) >> s;
-                    } else {
-                        u0 = v0 >> s;
-                        u1 = v1 >> s;
-                    }
-                    *(unsigned short *)(Os + ml * OLD + col) = (unsigned short)pack2_clip8(u0, u1);
-                }
+                for (int jn = 0; jn < EJ; jn++)
+                    *(unsigned short *)(Os + ml * OLD + cbase + jn * 8 + tig * 2) =
+                        epi_pair<R>(acc[i][jn][hr * 2], acc[i][jn][hr * 2 + 1], Av[jn], t, s, ps);
             }
 #endif
         __syncthreads();
@@ -1256,17 +1244,9 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
 #pragma unroll
             for (int jn = 0; jn < NW / 8; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ap + (row >> 1) * AP + wg * NW + jn * 8 + tig * 2) : 0;
 #pragma unroll
-            for (int jn = 0; jn < NW / 8; jn++) {
-                const int c0 = wg * NW + jn * 8 + tig * 2;
-                const int v0 = d[jn * 4 + hr * 2], v1 = d[jn * 4 + hr * 2 + 1];
-                int u0 = v0 >> s, u1 = v1 >> s;
-                if (R > 0) {
-                    const int A0 = (signed char)(Av[jn] & 0xff), A1 = (signed char)(Av[jn] >> 8);
-                    u0 = (v0 + ((t * A0) >> ps)) >> s;
-                    u1 = (v1 + ((t * A1) >> ps)) >> s;
-                }
-                *(unsigned short *)(Ys + sw(row, c0)) = (unsigned short)pack2_clip8(u0, u1);
-            }
+            for (int jn = 0; jn < NW / 8; jn++)
+                *(unsigned short *)(Ys + sw(row, wg * NW + jn * 8 + tig * 2)) =
+                    epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
         }
     };
     int d[NW / 2];
@@ -2028,13 +2008,11 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
                 tmap_2d(c->tmap_encode, &tmx, a.X, a.K, a.M, a.ldx, BM) && tmap_2d(c->tmap_encode, &tmw, a.W, a.K, a.N, a.ldw, BN);
         /* rank 1 by TMA: a row block's 64 pairs must be 64 consecutive rows of the noise blob [wrap][pstride]
          * (rows are [time][members], so 128 | members); else every tile loads by cp.async */
-        if (a.tma && a.r)
-            a.tma = a.wrap > 0 && a.wrap % (BM / 2) == 0 && a.pstride < ((size_t)1 << 31) &&
-                    tmap_2d(c->tmap_encode, &tmb, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2) &&
-                    tmap_2d(c->tmap_encode, &tmn, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2, BN);
         const bool ws = c->mmw_ctas > 0 && (mode == MODE_PLAIN || mode == MODE_RESID);
-        if (a.tma && a.r && ws) /* its B boxes are 32 pairs (one warpgroup's) */
-            a.tma = tmap_2d(c->tmap_encode, &tmb, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 4);
+        if (a.tma && a.r) /* B boxes: 32 pairs (one warpgroup's) in mmw_kernel, 64 in mmp_kernel */
+            a.tma = a.wrap > 0 && a.wrap % (BM / 2) == 0 && a.pstride < ((size_t)1 << 31) &&
+                    tmap_2d(c->tmap_encode, &tmb, a.noise, a.pstride, (size_t)a.wrap, a.pstride, ws ? BM / 4 : BM / 2) &&
+                    tmap_2d(c->tmap_encode, &tmn, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2, BN);
         if (a.tma && ws) {
             const int nw = tiles < c->mmw_ctas ? tiles : c->mmw_ctas, smw = mmw_smem_bytes();
 #define MMW_GO(M)                                                                                                   \
