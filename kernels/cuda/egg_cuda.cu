@@ -590,6 +590,73 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* Byte and 16-bit-lane arithmetic of the chunk recurrence's passes (sm_90: VIADD.16x2, VIADDMNMX.S16x2 and
+ * VIMNMX.S16x2 work on two int16 lanes per instruction; prmt moves bytes, a selector nibble's bit 3 replicating
+ * the chosen byte's sign). A word of four int8 is two words of int16 lanes (lo2: bytes 0, 1; hi2: bytes 2, 3). */
+template <unsigned SEL> __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b) {
+    unsigned d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "n"(SEL));
+    return d;
+}
+__device__ __forceinline__ unsigned lo2(unsigned w) { return prmt<0x9180>(w, 0); }
+__device__ __forceinline__ unsigned hi2(unsigned w) { return prmt<0xb3a2>(w, 0); }
+/* the low bytes of the lanes of l (bytes 0, 1) and h (bytes 2, 3): lanes in -128..127 back to int8 */
+__device__ __forceinline__ unsigned pack4(unsigned l, unsigned h) { return prmt<0x6420>(l, h); }
+/* the low bytes of four int32 */
+__device__ __forceinline__ unsigned pack4i(int a, int b, int c, int d) {
+    return prmt<0x5410>(prmt<0x5140>((unsigned)a, (unsigned)b), prmt<0x5140>((unsigned)c, (unsigned)d));
+}
+__device__ __forceinline__ unsigned add2(unsigned a, unsigned b) {
+    unsigned d;
+    asm("add.s16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+/* clip8(a + b) per lane */
+__device__ __forceinline__ unsigned clip2_add(unsigned a, unsigned b) {
+    unsigned d;
+    asm("min.s16x2 %0, %1, %2;" : "=r"(d) : "r"(__viaddmax_s16x2(a, b, 0xff81ff81u)), "r"(0x007f007fu));
+    return d;
+}
+/* int8 k of w sign-extended; << 8; << 24; zero-extended */
+template <int k> __device__ __forceinline__ int sx8(unsigned w) { return (int)prmt<(8 | k) * 0x1110 | k>(w, 0); }
+template <int k> __device__ __forceinline__ int sx8_8(unsigned w) { return (int)prmt<(8 | k) * 0x1100 | k << 4 | 4>(w, 0); }
+template <int k> __device__ __forceinline__ int sx8_24(unsigned w) { return (int)prmt<k << 12 | 0x444>(w, 0); }
+template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)prmt<0x4440 | k>(w, 0); }
+/* the signed int16 lanes of w */
+__device__ __forceinline__ int lane0(unsigned w) { return (int)prmt<0x9910>(w, 0); }
+__device__ __forceinline__ int lane1(unsigned w) { return __mulhi((int)w, 0x10000); }
+/* epi_pair<1> at shifts s = ps = 8 (hidden 256, sigma-shift 4) and K <= 256: v + ((t A) >> 8) is the high word of
+ * t (A << 24) plus v (one IMAD.HI), its >> 8 is bytes 1, 2 (|v + ...| < 2^23), and the clip runs on int16 lanes */
+__device__ __forceinline__ unsigned short epi_pair8(int v0, int v1, unsigned Aw, int t) {
+    const unsigned l = prmt<0x6521>((unsigned)(__mulhi(t, sx8_24<0>(Aw)) + v0), (unsigned)(__mulhi(t, sx8_24<1>(Aw)) + v1));
+    return (unsigned short)prmt<0x0020>(clip2_add(l, 0), 0);
+}
+/* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8), e = Wf.x, b = bf, h = state:
+ * f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and p = f + 127 (0..254) */
+__device__ __forceinline__ unsigned rec_gate4(unsigned y, unsigned e, unsigned b, unsigned h, unsigned &p) {
+    const unsigned l = add2(clip2_add(add2(lo2(y), lo2(e)), lo2(b)), 0x007f007fu);
+    const unsigned u = add2(clip2_add(add2(hi2(y), hi2(e)), hi2(b)), 0x007f007fu);
+    p = pack4(l, u);
+    /* (f + 127) h >> 8 as the high word of (f + 127) (h << 24) */
+    const int p1 = (int)__umulhi(l, 0x10000u), p3 = (int)__umulhi(u, 0x10000u);
+    const int p0 = (int)l - p1 * 65536, p2 = (int)u - p3 * 65536;
+    return pack4i(__mulhi(p0, sx8_24<0>(h)), __mulhi(p1, sx8_24<1>(h)), __mulhi(p2, sx8_24<2>(h)), __mulhi(p3, sx8_24<3>(h)));
+}
+/* phase 1 on four members' bytes: y = Uh.g, e = Wh.x, b = bh, p = f + 127 (rec_gate4), h = state, x = the layer's
+ * input: c = clip8(y + e + b), h' = clip8(h + (((f + 127)(c - h)) >> 8)) (egg_gru_mix), returned as two int16-lane
+ * words; r = clip8(h' + x) as bytes */
+__device__ __forceinline__ void rec_mix4(unsigned y, unsigned e, unsigned b, unsigned p, unsigned h, unsigned x, unsigned &hl,
+                                         unsigned &hu, unsigned &r) {
+    const unsigned cl = clip2_add(add2(lo2(y), lo2(e)), lo2(b)), cu = clip2_add(add2(hi2(y), hi2(e)), hi2(b));
+    /* t = (f + 127)(c - h) + 256 h: bytes 1, 2 of t are h + (((f + 127)(c - h)) >> 8), which fits 16 bits */
+    const int t0 = (lane0(cl) - sx8<0>(h)) * zx8<0>(p) + sx8_8<0>(h);
+    const int t1 = (lane1(cl) - sx8<1>(h)) * zx8<1>(p) + sx8_8<1>(h);
+    const int t2 = (lane0(cu) - sx8<2>(h)) * zx8<2>(p) + sx8_8<2>(h);
+    const int t3 = (lane1(cu) - sx8<3>(h)) * zx8<3>(p) + sx8_8<3>(h);
+    hl = clip2_add(prmt<0x6521>((unsigned)t0, (unsigned)t1), 0);
+    hu = clip2_add(prmt<0x6521>((unsigned)t2, (unsigned)t3), 0);
+    r = pack4(clip2_add(hl, lo2(x)), clip2_add(hu, hi2(x)));
+}
 /* TMA: a 2-D box of a tensor map into shared memory, completing transaction bytes on an mbarrier */
 __device__ __forceinline__ void mbar_init(uint64_t *bar, int count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)), "r"(count) : "memory");
@@ -1133,14 +1200,13 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
  * resident in shared memory and walks row blocks of 64 members; a row block's
  * state h stays in shared memory from the chunk's first timestep to its last,
  * and each timestep runs
- *   f = clip(Uf.h + Wf.x + bf), g = gate(f, h)            (phase 0; f, g in shared memory)
+ *   f = clip(Uf.h + Wf.x + bf), g = gate(f, h)            (phase 0; f + 127, g in shared memory)
  *   c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h)          (phase 1)
  *   state = h' (0 where the next token is 0), R = clip(h' + x)
  * with each phase's accumulators staged as int8 in shared memory and finished
- * by a pass of 16 bytes per access. Wf.x and Wh.x of the timestep load
- * (cp.async) under the phase-0 MMAs; at H = 128 the last pass also applies the
- * next EGG-LN (at H = 256 that made an earlier per-timestep variant slower than
- * the separate LN kernel). Same integer operations as MODE_BIAS_GATE and
+ * by a pass of 16 bytes per access (two int16 lanes per instruction: rec_gate4,
+ * rec_mix4). Wf.x and Wh.x of the timestep load (cp.async) under the phase-0
+ * MMAs; the last pass also applies the next EGG-LN. Same integer operations as MODE_BIAS_GATE and
  * MODE_BIAS_MIX of the GEMM kernels (the path other shapes and GPUs use). */
 struct RecChunk {
     const int8_t *Uf, *Uh, *bf, *bh;
@@ -1235,6 +1301,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
         wg_commit();
     };
     /* accumulators -> int8 MM results y at Ys (A rows of the pairs at Ap) */
+    const bool s8 = s == 8 && ps == 8; /* epi_pair8 (K = H = 256) */
     auto frag = [&](const int (&d)[NW / 2], int8_t *Ys, const int8_t *Ap) {
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) {
@@ -1243,10 +1310,19 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
             unsigned short Av[NW / 8]; /* loads first: they would wait behind the stores below */
 #pragma unroll
             for (int jn = 0; jn < NW / 8; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ap + (row >> 1) * AP + wg * NW + jn * 8 + tig * 2) : 0;
+            /* sw(row, wg NW + 8 jn + 2 tig): the 16-byte chunk jn / 2 of the warpgroup's k-slice at chunk (jn / 2) ^ ((row >> 1) & 3) */
+            int8_t *Yc[4];
 #pragma unroll
-            for (int jn = 0; jn < NW / 8; jn++)
-                *(unsigned short *)(Ys + sw(row, wg * NW + jn * 8 + tig * 2)) =
-                    epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
+            for (int c = 0; c < 4; c++) Yc[c] = Ys + wg * (RBM * 64) + row * 64 + ((c ^ ((row >> 1) & 3)) << 4) + tig * 2;
+            if (R > 0 && H == 256 && s8) {
+#pragma unroll
+                for (int jn = 0; jn < NW / 8; jn++)
+                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair8(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t);
+            } else {
+#pragma unroll
+                for (int jn = 0; jn < NW / 8; jn++)
+                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
+            }
         }
     };
     int d[NW / 2];
@@ -1324,20 +1400,29 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                         xr.v = *(const int4 *)(XS + sw(row, col));
                         if (!SEP && R > 0 && a.bpl) wlg.v = __ldg((const int4 *)(a.bpl + (size_t)(ok ? gm : 0) * H + col));
                     }
-                    const int sg = (gm & 1) ? -1 : 1;
-                    const bool reset = ph && rzs[row];
+                    /* the timestep's bias bytes: perturbed per member (rank 1: from shared memory, the step's
+                     * perturbed vectors, or the noise), else the layer's */
+                    if (R > 0 && !SEP && !a.bpf) {
+                        const int sg = (gm & 1) ? -1 : 1;
 #pragma unroll
-                    for (int b = 0; b < 16; b++) {
-                        const int bv = ph ? bhv.b[b] : bfv.b[b];
-                        const int bb = R > 0 ? (SEP || a.bpf ? pb.b[b] : egg_vec_pert(bv, n1.b[b], n2.b[b], sg, ps)) : bv;
-                        const int v = clip4(y.b[b] + e.b[b] + bb);
+                        for (int b = 0; b < 16; b++) pb.b[b] = (signed char)egg_vec_pert(ph ? bhv.b[b] : bfv.b[b], n1.b[b], n2.b[b], sg, ps);
+                    } else if (R == 0) pb.v = ph ? bhv.v : bfv.v;
+                    const bool reset = ph && rzs[row];
+                    /* four bytes per step, two int16 lanes per instruction (rec_gate4, rec_mix4); f is kept as
+                     * f + 127 in Fs */
+#pragma unroll
+                    for (int w = 0; w < 4; w++) {
+                        const unsigned yw = (unsigned)(&y.v.x)[w], ew = (unsigned)(&e.v.x)[w], bw = (unsigned)(&pb.v.x)[w];
+                        const unsigned hw = (unsigned)(&h.v.x)[w];
                         if (ph == 0) {
-                            o1.b[b] = (signed char)v;
-                            o2.b[b] = (signed char)egg_gru_gate(v, h.b[b]);
+                            unsigned pw;
+                            (&o2.v.x)[w] = (int)rec_gate4(yw, ew, bw, hw, pw);
+                            (&o1.v.x)[w] = (int)pw;
                         } else {
-                            const int hp = egg_gru_mix(f.b[b], v, h.b[b]);
-                            o1.b[b] = reset ? 0 : (signed char)hp;
-                            o2.b[b] = (signed char)clip4(hp + xr.b[b]);
+                            unsigned hl, hu, rw;
+                            rec_mix4(yw, ew, bw, (unsigned)(&f.v.x)[w], hw, (unsigned)(&xr.v.x)[w], hl, hu, rw);
+                            (&o1.v.x)[w] = reset ? 0 : (int)pack4(hl, hu);
+                            (&o2.v.x)[w] = (int)rw;
                         }
                     }
                     if (ph == 0) {
