@@ -503,6 +503,8 @@ __device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
 /* ------------------------------------------- persistent forward GEMM */
 #if !defined(__HIPCC__) && !defined(EGG_GEMM_AMD_PLAN)
 #define EGG_MMP 1
+/* lnq_make(d) for every divisor a row of int8 can give (d = 1..127), set once per device (the chunk recurrence's LN) */
+__constant__ lnq c_lnq[128];
 /* The forward's big MMs (PLAIN, RESID; rank <= 1, the default) as a persistent
  * kernel: a CTA walks tiles blockIdx.x, blockIdx.x + gridDim.x, ... (a row
  * block's N tiles adjacent) and its cp.async pipeline runs on across tile
@@ -1443,12 +1445,15 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                             sa += __shfl_xor_sync(0xffffffffu, sa, 2);
                             sa += __shfl_xor_sync(0xffffffffu, sa, 8);
                             if (H == 256) sa += __shfl_xor_sync(0xffffffffu, sa, 16);
-                            const int32_t dd = egg_ln_div(sa, H);
-                            const lnq dv = lnq_make(dd);
+                            const lnq dv = c_lnq[egg_ln_div(sa, H)]; /* d <= 127: |R| <= 127 */
                             bytes16 wl, xo;
                             wl.v = R > 0 ? (SEP ? *(const int4 *)(Pb + 2 * RBM * H + sw(row, col)) : wlg.v) : lw.v;
 #pragma unroll
-                            for (int b = 0; b < 16; b++) xo.b[b] = (signed char)ln_apply(o2.b[b], wl.b[b], dv);
+                            for (int w = 0; w < 4; w++) {
+                                const unsigned rw = (unsigned)(&o2.v.x)[w], ww = (unsigned)(&wl.v.x)[w];
+                                (&xo.v.x)[w] = (int)pack4i(ln_apply(sx8<0>(rw), sx8<0>(ww), dv), ln_apply(sx8<1>(rw), sx8<1>(ww), dv),
+                                                           ln_apply(sx8<2>(rw), sx8<2>(ww), dv), ln_apply(sx8<3>(rw), sx8<3>(ww), dv));
+                            }
                             if (ok) *(int4 *)(a.XN + gi) = xo.v;
                         }
                     }
@@ -2798,6 +2803,12 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o2, rchunk_kernel<256, 1>, rchunk_threads<256>(), rchunk_smem_bytes<256>()));
                 c->rchunk_ctas[0] = (o1 > 0 ? o1 : 1) * c->nsm;
                 c->rchunk_ctas[1] = (o2 > 0 ? o2 : 1) * c->nsm;
+                lnq t[128];
+                for (int d = 0; d < 128; d++) {
+                    const egg_div16 v = egg_div16_make(d > 1 ? d : 2);
+                    t[d] = d <= 1 ? lnq{65536u, 16} : lnq{v.M, 16 + v.j};
+                }
+                CK(cudaMemcpyToSymbol(c_lnq, t, sizeof t));
             }
         }
     }
