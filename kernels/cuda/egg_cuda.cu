@@ -604,6 +604,10 @@ __device__ __forceinline__ unsigned lo2(unsigned w) { return prmt<0x9180>(w, 0);
 __device__ __forceinline__ unsigned hi2(unsigned w) { return prmt<0xb3a2>(w, 0); }
 /* the low bytes of the lanes of l (bytes 0, 1) and h (bytes 2, 3): lanes in -128..127 back to int8 */
 __device__ __forceinline__ unsigned pack4(unsigned l, unsigned h) { return prmt<0x6420>(l, h); }
+/* byte 1 of four int32 (their >> 8 where that fits int8) */
+__device__ __forceinline__ unsigned pack4i1(int a, int b, int c, int d) {
+    return prmt<0x5410>(prmt<0x0051>((unsigned)a, (unsigned)b), prmt<0x0051>((unsigned)c, (unsigned)d));
+}
 /* the low bytes of four int32 */
 __device__ __forceinline__ unsigned pack4i(int a, int b, int c, int d) {
     return prmt<0x5410>(prmt<0x5140>((unsigned)a, (unsigned)b), prmt<0x5140>((unsigned)c, (unsigned)d));
@@ -626,7 +630,7 @@ template <int k> __device__ __forceinline__ int sx8_24(unsigned w) { return (int
 template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)prmt<0x4440 | k>(w, 0); }
 /* the signed int16 lanes of w */
 __device__ __forceinline__ int lane0(unsigned w) { return (int)prmt<0x9910>(w, 0); }
-__device__ __forceinline__ int lane1(unsigned w) { return __mulhi((int)w, 0x10000); }
+__device__ __forceinline__ int lane1(unsigned w) { return (int)prmt<0xbb32>(w, 0); }
 /* epi_pair<1> at shifts s = ps = 8 (hidden 256, sigma-shift 4) and K <= 256: v + ((t A) >> 8) is the high word of
  * t (A << 24) plus v (one IMAD.HI), its >> 8 is bytes 1, 2 (|v + ...| < 2^23), and the clip runs on int16 lanes */
 __device__ __forceinline__ unsigned short epi_pair8(int v0, int v1, unsigned Aw, int t) {
@@ -639,10 +643,8 @@ __device__ __forceinline__ unsigned rec_gate4(unsigned y, unsigned e, unsigned b
     const unsigned l = add2(clip2_add(add2(lo2(y), lo2(e)), lo2(b)), 0x007f007fu);
     const unsigned u = add2(clip2_add(add2(hi2(y), hi2(e)), hi2(b)), 0x007f007fu);
     p = pack4(l, u);
-    /* (f + 127) h >> 8 as the high word of (f + 127) (h << 24) */
-    const int p1 = (int)__umulhi(l, 0x10000u), p3 = (int)__umulhi(u, 0x10000u);
-    const int p0 = (int)l - p1 * 65536, p2 = (int)u - p3 * 65536;
-    return pack4i(__mulhi(p0, sx8_24<0>(h)), __mulhi(p1, sx8_24<1>(h)), __mulhi(p2, sx8_24<2>(h)), __mulhi(p3, sx8_24<3>(h)));
+    /* ((f + 127) h) >> 8 is byte 1 of the product (|(f + 127) h| < 2^15) */
+    return pack4i1(zx8<0>(p) * sx8<0>(h), zx8<1>(p) * sx8<1>(h), zx8<2>(p) * sx8<2>(h), zx8<3>(p) * sx8<3>(h));
 }
 /* phase 1 on four members' bytes: y = Uh.g, e = Wh.x, b = bh, p = f + 127 (rec_gate4), h = state, x = the layer's
  * input: c = clip8(y + e + b), h' = clip8(h + (((f + 127)(c - h)) >> 8)) (egg_gru_mix), returned as two int16-lane
