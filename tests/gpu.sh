@@ -52,7 +52,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow
 # (EGG_CUDA_LNVEC=0: the byte-per-lane kernels); the members' perturbed LN weights are computed
 # once per step (EGG_CUDA_LNPERT=0: inside the LN kernels). Perturbation shifts 4 and 10
-# (sigma-shift 0 and 6) in the rank-1 epilogues of the persistent GEMM and the fused recurrence.
+# (sigma-shift 0 and 6) in the rank-1 epilogues of the persistent GEMM and the fused recurrence;
+# at output shift 8 (K <= 256) with perturbation shift >= 8 those epilogues clip on int16 lanes
+# (shift 8: the default sigma-shift 4; shift 9: sigma-shift 5).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -82,6 +84,7 @@ configs=(
   "h128-r1-mmp-not-warp-specialised|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_WS=0"
   "h32-r1-65537-pairs-beyond-grid-y|--hidden 32 --layers 1 --rank 1 --pop 131074 --seq 3"
   "h160-r1-warp-specialised-partial-tiles|--hidden 160 --layers 2 --rank 1 --pop 256 --seq 5"
+  "h256-r1-sigma5-warp-specialised-pert-shift-9|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 5 --sigma-shift 5"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

@@ -631,10 +631,10 @@ template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)pr
 /* the signed int16 lanes of w */
 __device__ __forceinline__ int lane0(unsigned w) { return (int)prmt<0x9910>(w, 0); }
 __device__ __forceinline__ int lane1(unsigned w) { return (int)prmt<0xbb32>(w, 0); }
-/* epi_pair<1> at shifts s = ps = 8 (hidden 256, sigma-shift 4) and K <= 256: v + ((t A) >> 8) is the high word of
- * t (A << 24) plus v (one IMAD.HI), its >> 8 is bytes 1, 2 (|v + ...| < 2^23), and the clip runs on int16 lanes */
-__device__ __forceinline__ unsigned short epi_pair8(int v0, int v1, unsigned Aw, int t) {
-    const unsigned l = prmt<0x6521>((unsigned)(__mulhi(t, sx8_24<0>(Aw)) + v0), (unsigned)(__mulhi(t, sx8_24<1>(Aw)) + v1));
+/* epi_pair<1> at s = 8 with K <= 256 and ps >= 8: u = v + ((t A) >> ps) has |u| < 2^23, so u >> 8 is bytes 1, 2 of u,
+ * and the clip runs on int16 lanes */
+__device__ __forceinline__ unsigned short epi_pair8(int v0, int v1, unsigned Aw, int t, int ps) {
+    const unsigned l = prmt<0x6521>((unsigned)(v0 + ((t * sx8<0>(Aw)) >> ps)), (unsigned)(v1 + ((t * sx8<1>(Aw)) >> ps)));
     return (unsigned short)prmt<0x0020>(clip2_add(l, 0), 0);
 }
 /* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8), e = Wf.x, b = bf, h = state:
@@ -705,7 +705,7 @@ __device__ __forceinline__ void wg_ts(const int (&dt)[16], int *ts, int warp, in
 __device__ __forceinline__ int as_off(int p, int col) { return p * BN + ((((col >> 4) ^ p) & 7) << 4) + (col & 15); }
 /* a warp's wgmma accumulators (rows 16 warp + lane/4 (+8) of the tile, columns 8 j + 2 (lane % 4) (+1)) to
  * int8 y = clip((v + ((t A) >> ps)) >> s) in the staging tile Os; Ab: the tile's pairs' A rows (as_off) */
-template <int R>
+template <int R, bool S8 = false>
 __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, const int8_t *Ab, const int *ts, int warp, int gid,
                                             int tig, int s, int ps) {
 #pragma unroll
@@ -718,7 +718,8 @@ __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, cons
         for (int jn = 0; jn < 16; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ab + as_off(ml >> 1, jn * 8 + tig * 2)) : 0;
 #pragma unroll
         for (int jn = 0; jn < 16; jn++)
-            *(unsigned short *)(Os + ml * OLD + jn * 8 + tig * 2) = epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
+            *(unsigned short *)(Os + ml * OLD + jn * 8 + tig * 2) =
+                S8 ? epi_pair8(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps) : epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
     }
 }
 #endif
@@ -1069,7 +1070,7 @@ __device__ __forceinline__ void mmw_tile(const MMArgs &a, int g, int per, int KT
     kt0 = kz * per;
     ktn = min(per, KT - kt0);
 }
-template <int MODE, int R, int w>
+template <int MODE, int R, int w, bool S8>
 __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const int8_t *As, int8_t *Os, int *ts, uint64_t *full,
                                             uint64_t *empty, uint64_t *aempty, uint64_t *turn, int mine, int per, int KT, bool turns,
                                             int tid) {
@@ -1124,14 +1125,14 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
         }
         if (R > 0) wg_ts(dt, ts, warp, gid, tig);
         named_sync(1 + w, 128); /* ts complete; this warpgroup's previous out pass has read its rows of Os */
-        wg_frag_out<R>(d, Os, As + (it & 1) * (BM / 2) * BN, ts, warp, gid, tig, a.s, a.pshift);
+        wg_frag_out<R, S8>(d, Os, As + (it & 1) * (BM / 2) * BN, ts, warp, gid, tig, a.s, a.pshift);
         named_sync(1 + w, 128);
         if (R > 0) mbar_arrive(aempty + (it & 1)); /* its A rows are read */
         mmp_out_rows<MODE>(a, Os + w * 64 * OLD, m0 + w * 64, n0, wt, 128);
     }
 }
 #endif
-template <int MODE, int R>
+template <int MODE, int R, bool S8 = false> /* S8: epi_pair8 (rank 1, K <= 256, s = 8, ps >= 8) */
 __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
                                                             const __grid_constant__ CUtensorMap tmw,
                                                             const __grid_constant__ CUtensorMap tmb,
@@ -1189,8 +1190,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
     }
     /* consumers: warpgroup w = warp / 4 owns rows 64 w .. 64 w + 63 of every tile (w as a template
      * argument, so the descriptors are uniform values) */
-    if (warp < 4) mmw_consume<MODE, R, 0>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
-    else mmw_consume<MODE, R, 1>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
+    if (warp < 4) mmw_consume<MODE, R, 0, S8>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
+    else mmw_consume<MODE, R, 1, S8>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
 #else
     (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
 #endif
@@ -1305,7 +1306,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
         wg_commit();
     };
     /* accumulators -> int8 MM results y at Ys (A rows of the pairs at Ap) */
-    const bool s8 = s == 8 && ps == 8; /* epi_pair8 (K = H = 256) */
+    const bool s8 = s == 8 && ps >= 8; /* epi_pair8 (K = H = 256) */
     auto frag = [&](const int (&d)[NW / 2], int8_t *Ys, const int8_t *Ap) {
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) {
@@ -1321,7 +1322,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
             if (R > 0 && H == 256 && s8) {
 #pragma unroll
                 for (int jn = 0; jn < NW / 8; jn++)
-                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair8(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t);
+                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair8(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps);
             } else {
 #pragma unroll
                 for (int jn = 0; jn < NW / 8; jn++)
@@ -2110,7 +2111,9 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
 #define MMW_GO(M)                                                                                                   \
     (a.r ? mmw_kernel<M, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)                                   \
          : mmw_kernel<M, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn))
-            if (mode == MODE_PLAIN) MMW_GO(MODE_PLAIN);
+            if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift >= 8)
+                mmw_kernel<MODE_PLAIN, 1, true><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
+            else if (mode == MODE_PLAIN) MMW_GO(MODE_PLAIN);
             else MMW_GO(MODE_RESID);
 #undef MMW_GO
             CKL();
@@ -2789,6 +2792,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             (size_t)mmw_smem_bytes() <= prop.sharedMemPerBlockOptin) {
 #define MMW_ATTR(M, R) CK(cudaFuncSetAttribute(mmw_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
             MMW_ATTR(MODE_PLAIN, 0) MMW_ATTR(MODE_PLAIN, 1) MMW_ATTR(MODE_RESID, 0) MMW_ATTR(MODE_RESID, 1) MMW_ATTR(MODE_UPDATE, 0)
+            CK(cudaFuncSetAttribute(mmw_kernel<MODE_PLAIN, 1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
 #undef MMW_ATTR
             c->mmw_ctas = c->nsm; /* one CTA per SM */
             if (e && atoi(e) >= 2 && atoi(e) < c->mmw_ctas) c->mmw_ctas = atoi(e); /* EGG_CUDA_MMP=n: many tiles per CTA */
