@@ -500,11 +500,17 @@ __device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
 #endif
 }
 
+#if !defined(__HIPCC__) && !defined(EGG_GEMM_AMD_PLAN)
+/* lnq_make(d) for every divisor a row of int8 can give (d = 1..127: |x| <= 127), set once per device */
+__constant__ lnq c_lnq[128];
+#define LNQ(d) c_lnq[d]
+#else
+#define LNQ(d) lnq_make(d)
+#endif
+
 /* ------------------------------------------- persistent forward GEMM */
 #if !defined(__HIPCC__) && !defined(EGG_GEMM_AMD_PLAN)
 #define EGG_MMP 1
-/* lnq_make(d) for every divisor a row of int8 can give (d = 1..127), set once per device (the chunk recurrence's LN) */
-__constant__ lnq c_lnq[128];
 /* The forward's big MMs (PLAIN, RESID; rank <= 1, the default) as a persistent
  * kernel: a CTA walks tiles blockIdx.x, blockIdx.x + gridDim.x, ... (a row
  * block's N tiles adjacent) and its cp.async pipeline runs on across tile
@@ -1448,7 +1454,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                             sa += __shfl_xor_sync(0xffffffffu, sa, 2);
                             sa += __shfl_xor_sync(0xffffffffu, sa, 8);
                             if (H == 256) sa += __shfl_xor_sync(0xffffffffu, sa, 16);
-                            const lnq dv = c_lnq[egg_ln_div(sa, H)]; /* d <= 127: |R| <= 127 */
+                            const lnq dv = LNQ(egg_ln_div(sa, H)); /* d <= 127: |R| <= 127 */
                             bytes16 wl, xo;
                             wl.v = R > 0 ? (SEP ? *(const int4 *)(Pb + 2 * RBM * H + sw(row, col)) : wlg.v) : lw.v;
 #pragma unroll
@@ -1559,7 +1565,7 @@ __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t
         s1 += __shfl_xor_sync(0xffffffffu, s1, off);
     }
     const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
-    const lnq dv0 = lnq_make(d0), dv1 = lnq_make(d1);
+    const lnq dv0 = LNQ(d0), dv1 = LNQ(d1); /* d <= 127: |x| <= 127 */
     const int8_t *n1 = noise ? noise + (size_t)((r0 % nm) >> 1) * pstride + voff : NULL;
     const int8_t *p0 = wp ? wp + (size_t)(r0 % nm) * H : NULL;
 #pragma unroll 4
@@ -1652,7 +1658,7 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
         }
         if (r0 >= rows) continue;
         const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
-        const lnq dv0 = lnq_make(d0), dv1 = lnq_make(d1);
+        const lnq dv0 = LNQ(d0), dv1 = LNQ(d1); /* d <= 127: |x| <= 127 */
         w4u y0[K4], y1[K4];
 #pragma unroll
         for (int q = 0; q < K4; q++)
@@ -2761,6 +2767,14 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     c->ln_vec = !(getenv("EGG_CUDA_LNVEC") && atoi(getenv("EGG_CUDA_LNVEC")) == 0);
 #ifdef EGG_MMP
     {
+        lnq t[128];
+        for (int d = 0; d < 128; d++) {
+            const egg_div16 v = egg_div16_make(d > 1 ? d : 2);
+            t[d] = d <= 1 ? lnq{65536u, 16} : lnq{v.M, 16 + v.j};
+        }
+        CK(cudaMemcpyToSymbol(c_lnq, t, sizeof t));
+    }
+    {
         const char *e = getenv("EGG_CUDA_MMP");
         const int sm = mmp_smem_bytes();
         c->mmp_ctas = 0;
@@ -2809,12 +2823,6 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o2, rchunk_kernel<256, 1>, rchunk_threads<256>(), rchunk_smem_bytes<256>()));
                 c->rchunk_ctas[0] = (o1 > 0 ? o1 : 1) * c->nsm;
                 c->rchunk_ctas[1] = (o2 > 0 ? o2 : 1) * c->nsm;
-                lnq t[128];
-                for (int d = 0; d < 128; d++) {
-                    const egg_div16 v = egg_div16_make(d > 1 ? d : 2);
-                    t[d] = d <= 1 ? lnq{65536u, 16} : lnq{v.M, 16 + v.j};
-                }
-                CK(cudaMemcpyToSymbol(c_lnq, t, sizeof t));
             }
         }
     }
