@@ -638,9 +638,12 @@ template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)pr
 __device__ __forceinline__ int lane0(unsigned w) { return (int)prmt<0x9910>(w, 0); }
 __device__ __forceinline__ int lane1(unsigned w) { return (int)prmt<0xbb32>(w, 0); }
 /* epi_pair<1> at s = 8 with K <= 256 and ps >= 8: u = v + ((t A) >> ps) has |u| < 2^23, so u >> 8 is bytes 1, 2 of u,
- * and the clip runs on int16 lanes */
+ * and the clip runs on int16 lanes. ONE (ps = 8): u >> 8 = (256 v + t A) >> 16 (the floors compose; |256 v + t A| < 2^31
+ * at K <= 256), bytes 2, 3 */
+template <bool ONE>
 __device__ __forceinline__ unsigned short epi_pair8(int v0, int v1, unsigned Aw, int t, int ps) {
-    const unsigned l = prmt<0x6521>((unsigned)(v0 + ((t * sx8<0>(Aw)) >> ps)), (unsigned)(v1 + ((t * sx8<1>(Aw)) >> ps)));
+    const unsigned l = ONE ? prmt<0x7632>((unsigned)(v0 * 256 + t * sx8<0>(Aw)), (unsigned)(v1 * 256 + t * sx8<1>(Aw)))
+                           : prmt<0x6521>((unsigned)(v0 + ((t * sx8<0>(Aw)) >> ps)), (unsigned)(v1 + ((t * sx8<1>(Aw)) >> ps)));
     return (unsigned short)prmt<0x0020>(clip2_add(l, 0), 0);
 }
 /* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8), e = Wf.x, b = bf, h = state:
@@ -711,7 +714,7 @@ __device__ __forceinline__ void wg_ts(const int (&dt)[16], int *ts, int warp, in
 __device__ __forceinline__ int as_off(int p, int col) { return p * BN + ((((col >> 4) ^ p) & 7) << 4) + (col & 15); }
 /* a warp's wgmma accumulators (rows 16 warp + lane/4 (+8) of the tile, columns 8 j + 2 (lane % 4) (+1)) to
  * int8 y = clip((v + ((t A) >> ps)) >> s) in the staging tile Os; Ab: the tile's pairs' A rows (as_off) */
-template <int R, bool S8 = false>
+template <int R, int EP = 0> /* EP: 1 epi_pair8<false>, 2 epi_pair8<true> */
 __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, const int8_t *Ab, const int *ts, int warp, int gid,
                                             int tig, int s, int ps) {
 #pragma unroll
@@ -725,7 +728,8 @@ __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, cons
 #pragma unroll
         for (int jn = 0; jn < 16; jn++)
             *(unsigned short *)(Os + ml * OLD + jn * 8 + tig * 2) =
-                S8 ? epi_pair8(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps) : epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
+                EP ? epi_pair8<EP == 2>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps)
+                   : epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
     }
 }
 #endif
@@ -738,8 +742,7 @@ __device__ __forceinline__ int dp4a_16x2(int4 x0, int4 x1, int4 b0, int4 b1, int
 /* PLAIN, RESID: staged int8 rows out 16 bytes per access (the residual added): chunk c = t + q nthr (q < 4) is
  * row c / 8 of Os (output row m0 + c / 8), columns 16 (c % 8) .. +15 */
 template <int MODE>
-__device__ __forceinline__ void mmp_out_rows(const MMArgs &a, const int8_t *Os, int m0, int n0, int t, int nthr) {
-    int4 ot[4]; /* the residual's loads first */
+__device__ __forceinline__ void mmp_res_load(const MMArgs &a, int m0, int n0, int t, int nthr, int4 (&ot)[4]) {
     if (MODE == MODE_RESID) {
 #pragma unroll
         for (int q = 0; q < 4; q++) {
@@ -747,6 +750,10 @@ __device__ __forceinline__ void mmp_out_rows(const MMArgs &a, const int8_t *Os, 
             ot[q] = m < a.M && o < a.N ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + o)) : make_int4(0, 0, 0, 0);
         }
     }
+}
+/* ot: the residual's chunks (mmp_res_load) */
+template <int MODE>
+__device__ __forceinline__ void mmp_out_rows(const MMArgs &a, const int8_t *Os, int m0, int n0, int t, int nthr, const int4 (&ot)[4]) {
 #pragma unroll
     for (int q = 0; q < 4; q++) {
         const int c = t + q * nthr, row = c >> 3, m = m0 + row, o = n0 + (c & 7) * 16;
@@ -999,7 +1006,9 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
         __syncthreads();
         /* out: 128 rows x 8 chunks of 16 bytes, 4 per thread (a fixed chunk column) */
         if (MODE == MODE_PLAIN || MODE == MODE_RESID) {
-            mmp_out_rows<MODE>(a, Os, m0, n0, tid, NTHREADS);
+            int4 ot[4]; /* the residual's loads first */
+            mmp_res_load<MODE>(a, m0, n0, tid, NTHREADS, ot);
+            mmp_out_rows<MODE>(a, Os, m0, n0, tid, NTHREADS, ot);
         } else { /* BIAS_GATE, BIAS_MIX: the minGRU's fused bias, gate and mix */
             const int o = n0 + (tid & 7) * 16;
             bytes16 bias;
@@ -1076,7 +1085,7 @@ __device__ __forceinline__ void mmw_tile(const MMArgs &a, int g, int per, int KT
     kt0 = kz * per;
     ktn = min(per, KT - kt0);
 }
-template <int MODE, int R, int w, bool S8>
+template <int MODE, int R, int w, int EP>
 __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const int8_t *As, int8_t *Os, int *ts, uint64_t *full,
                                             uint64_t *empty, uint64_t *aempty, uint64_t *turn, int mine, int per, int KT, bool turns,
                                             int tid) {
@@ -1087,34 +1096,38 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
     int dd[80];
     int(&d)[64] = *reinterpret_cast<int(*)[64]>(dd + (R > 0 && w == 0 ? 16 : 0));
     int(&dt)[16] = *reinterpret_cast<int(*)[16]>(dd + (w == 0 ? 0 : 64));
-    int j = 0;
+    /* stage st of the k-step, its phase; the stage-0 descriptors' low words (a stage is mmw_stage_bytes() further,
+     * its second k32 32 bytes: the low word is the address / 16, below 2^14) */
+    unsigned st = 0, ph = 0, pst = 0;
+    const uint64_t dx0 = wg_desc((unsigned)__cvta_generic_to_shared(St) + w * 64 * BK);
+    const uint64_t dw0 = wg_desc((unsigned)__cvta_generic_to_shared(St) + (R > 0 ? (w == 0 ? WS_OFF_B0 : WS_OFF_W) : WS_OFF_W));
     for (int it = 0; it < mine; it++) {
         int m0, n0, kt0, ktn;
         mmw_tile(a, (int)blockIdx.x + it * G, per, KT, m0, n0, kt0, ktn);
+        int4 ot[4]; /* the residual, loading under the tile's MMAs */
+        mmp_res_load<MODE>(a, m0 + w * 64, n0, wt, 128, ot);
         /* warpgroup 0 issues tile it's MMAs after warpgroup 1 issued tile it - 1's; warpgroup 1 after warpgroup 0 */
         if (turns && (w == 1 || it > 0)) mbar_wait(turn + w, (unsigned)(w == 0 ? it - 1 : it) & 1);
-        for (int kt = 0; kt < ktn; kt++, j++) {
-            const int st = j % WS_STAGES;
-            mbar_wait(full + st, (unsigned)(j / WS_STAGES) & 1);
-            const unsigned sb = (unsigned)__cvta_generic_to_shared(St + st * mmw_stage_bytes());
-            const unsigned xa = sb + w * 64 * BK;
+        for (int kt = 0; kt < ktn; kt++) {
+            mbar_wait(full + st, ph);
+            const unsigned so = st * (mmw_stage_bytes() >> 4);
             wg_fence();
             if (R > 0) { /* x . [B0 W] or x . [W B1] */
-                const unsigned wb = sb + (w == 0 ? WS_OFF_B0 : WS_OFF_W);
-                wg_mma_s8(dd, wg_desc(xa), wg_desc(wb), kt > 0);
-                wg_mma_s8(dd, wg_desc(xa + 32), wg_desc(wb + 32));
+                wg_mma_s8(dd, dx0 + so, dw0 + so, kt > 0);
+                wg_mma_s8(dd, dx0 + so + 2, dw0 + so + 2);
             } else {
-                const unsigned wb = sb + WS_OFF_W;
-                wg_mma_s8(d, wg_desc(xa), wg_desc(wb), kt > 0);
-                wg_mma_s8(d, wg_desc(xa + 32), wg_desc(wb + 32));
+                wg_mma_s8(d, dx0 + so, dw0 + so, kt > 0);
+                wg_mma_s8(d, dx0 + so + 2, dw0 + so + 2);
             }
             wg_commit();
             wg_wait<1>(); /* the previous k-step's MMAs are done: its stage is free as far as this warpgroup goes */
-            if (kt > 0) mbar_arrive(empty + (j - 1) % WS_STAGES);
+            if (kt > 0) mbar_arrive(empty + pst);
+            pst = st;
+            if (++st == WS_STAGES) st = 0, ph ^= 1;
         }
         if (turns) mbar_arrive(turn + (1 - w));
         wg_wait<0>();
-        mbar_arrive(empty + (j - 1) % WS_STAGES);
+        mbar_arrive(empty + pst);
         if (MODE == MODE_UPDATE) { /* this K piece's partial votes into Z (int32; zeros skipped) */
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
@@ -1131,14 +1144,14 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
         }
         if (R > 0) wg_ts(dt, ts, warp, gid, tig);
         named_sync(1 + w, 128); /* ts complete; this warpgroup's previous out pass has read its rows of Os */
-        wg_frag_out<R, S8>(d, Os, As + (it & 1) * (BM / 2) * BN, ts, warp, gid, tig, a.s, a.pshift);
+        wg_frag_out<R, EP>(d, Os, As + (it & 1) * (BM / 2) * BN, ts, warp, gid, tig, a.s, a.pshift);
         named_sync(1 + w, 128);
         if (R > 0) mbar_arrive(aempty + (it & 1)); /* its A rows are read */
-        mmp_out_rows<MODE>(a, Os + w * 64 * OLD, m0 + w * 64, n0, wt, 128);
+        mmp_out_rows<MODE>(a, Os + w * 64 * OLD, m0 + w * 64, n0, wt, 128, ot);
     }
 }
 #endif
-template <int MODE, int R, bool S8 = false> /* S8: epi_pair8 (rank 1, K <= 256, s = 8, ps >= 8) */
+template <int MODE, int R, int EP = 0> /* EP: the epilogue (wg_frag_out; 1, 2: rank 1, K <= 256, s = 8, ps > 8, = 8) */
 __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
                                                             const __grid_constant__ CUtensorMap tmw,
                                                             const __grid_constant__ CUtensorMap tmb,
@@ -1196,8 +1209,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
     }
     /* consumers: warpgroup w = warp / 4 owns rows 64 w .. 64 w + 63 of every tile (w as a template
      * argument, so the descriptors are uniform values) */
-    if (warp < 4) mmw_consume<MODE, R, 0, S8>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
-    else mmw_consume<MODE, R, 1, S8>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
+    if (warp < 4) mmw_consume<MODE, R, 0, EP>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
+    else mmw_consume<MODE, R, 1, EP>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
 #else
     (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
 #endif
@@ -1312,7 +1325,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
         wg_commit();
     };
     /* accumulators -> int8 MM results y at Ys (A rows of the pairs at Ap) */
-    const bool s8 = s == 8 && ps >= 8; /* epi_pair8 (K = H = 256) */
+    const int ep = s == 8 ? (ps == 8 ? 2 : ps > 8 ? 1 : 0) : 0; /* epi_pair8 (K = H = 256) */
     auto frag = [&](const int (&d)[NW / 2], int8_t *Ys, const int8_t *Ap) {
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) {
@@ -1325,10 +1338,14 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
             int8_t *Yc[4];
 #pragma unroll
             for (int c = 0; c < 4; c++) Yc[c] = Ys + wg * (RBM * 64) + row * 64 + ((c ^ ((row >> 1) & 3)) << 4) + tig * 2;
-            if (R > 0 && H == 256 && s8) {
+            if (R > 0 && H == 256 && ep == 2) {
 #pragma unroll
                 for (int jn = 0; jn < NW / 8; jn++)
-                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair8(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps);
+                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair8<true>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps);
+            } else if (R > 0 && H == 256 && ep == 1) {
+#pragma unroll
+                for (int jn = 0; jn < NW / 8; jn++)
+                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair8<false>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps);
             } else {
 #pragma unroll
                 for (int jn = 0; jn < NW / 8; jn++)
@@ -2117,8 +2134,10 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
 #define MMW_GO(M)                                                                                                   \
     (a.r ? mmw_kernel<M, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)                                   \
          : mmw_kernel<M, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn))
-            if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift >= 8)
-                mmw_kernel<MODE_PLAIN, 1, true><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
+            if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
+                mmw_kernel<MODE_PLAIN, 1, 2><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
+            else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift > 8)
+                mmw_kernel<MODE_PLAIN, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
             else if (mode == MODE_PLAIN) MMW_GO(MODE_PLAIN);
             else MMW_GO(MODE_RESID);
 #undef MMW_GO
@@ -2806,7 +2825,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             (size_t)mmw_smem_bytes() <= prop.sharedMemPerBlockOptin) {
 #define MMW_ATTR(M, R) CK(cudaFuncSetAttribute(mmw_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
             MMW_ATTR(MODE_PLAIN, 0) MMW_ATTR(MODE_PLAIN, 1) MMW_ATTR(MODE_RESID, 0) MMW_ATTR(MODE_RESID, 1) MMW_ATTR(MODE_UPDATE, 0)
-            CK(cudaFuncSetAttribute(mmw_kernel<MODE_PLAIN, 1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
+            CK(cudaFuncSetAttribute(mmw_kernel<MODE_PLAIN, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
+            CK(cudaFuncSetAttribute(mmw_kernel<MODE_PLAIN, 1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
 #undef MMW_ATTR
             c->mmw_ctas = c->nsm; /* one CTA per SM */
             if (e && atoi(e) >= 2 && atoi(e) < c->mmw_ctas) c->mmw_ctas = atoi(e); /* EGG_CUDA_MMP=n: many tiles per CTA */
