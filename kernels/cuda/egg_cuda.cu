@@ -701,11 +701,16 @@ __device__ __forceinline__ void named_sync(int id, int n) { asm volatile("bar.sy
 __device__ __forceinline__ void wg_ts(const int (&dt)[16], int *ts, int warp, int gid, int tig) {
     const int w = warp & 3, h = tig >> 1;
     if ((tig & 1) == (gid >> 2)) {
-        const int q = 4 * w + 2 * h + ((gid >> 1) & 1), mi = (warp >> 2) * 64 + 16 * w + gid + 8 * h;
-        int t = 0;
-#pragma unroll
-        for (int e = 0; e < 16; e++)
-            if (e == q) t = dt[e];
+        const int mi = (warp >> 2) * 64 + 16 * w + gid + 8 * h;
+        const bool hi = h != 0, odd = (gid >> 1) & 1;
+        int c0, c1, c2, c3; /* dt[4 w .. 4 w + 3]: w is the same for the warp's lanes */
+        switch (w) {
+        case 0: c0 = dt[0]; c1 = dt[1]; c2 = dt[2]; c3 = dt[3]; break;
+        case 1: c0 = dt[4]; c1 = dt[5]; c2 = dt[6]; c3 = dt[7]; break;
+        case 2: c0 = dt[8]; c1 = dt[9]; c2 = dt[10]; c3 = dt[11]; break;
+        default: c0 = dt[12]; c1 = dt[13]; c2 = dt[14]; c3 = dt[15]; break;
+        }
+        const int t = hi ? (odd ? c3 : c2) : (odd ? c1 : c0);
         ts[mi] = (mi & 1) ? -t : t;
     }
 }
@@ -754,16 +759,20 @@ __device__ __forceinline__ void mmp_res_load(const MMArgs &a, int m0, int n0, in
 /* ot: the residual's chunks (mmp_res_load) */
 template <int MODE>
 __device__ __forceinline__ void mmp_out_rows(const MMArgs &a, const int8_t *Os, int m0, int n0, int t, int nthr, const int4 (&ot)[4]) {
+    /* chunk t + q nthr: row t / 8 + q nthr / 8, the same 16 columns for every q */
+    const int r0 = t >> 3, o = n0 + (t & 7) * 16, dr = nthr >> 3;
+    const int8_t *Or = Os + r0 * OLD + (t & 7) * 16;
+    int8_t *Yr = a.Y + (size_t)(m0 + r0) * a.ldy + o;
+    const size_t dy = (size_t)dr * a.ldy;
 #pragma unroll
     for (int q = 0; q < 4; q++) {
-        const int c = t + q * nthr, row = c >> 3, m = m0 + row, o = n0 + (c & 7) * 16;
-        if (m < a.M && o < a.N) {
-            int4 y = *(const int4 *)(Os + row * OLD + (c & 7) * 16);
+        if (m0 + r0 + q * dr < a.M && o < a.N) {
+            int4 y = *(const int4 *)(Or + q * dr * OLD);
             if (MODE == MODE_RESID) {
                 y.x = (int)add_clip4((unsigned)y.x, (unsigned)ot[q].x); y.y = (int)add_clip4((unsigned)y.y, (unsigned)ot[q].y);
                 y.z = (int)add_clip4((unsigned)y.z, (unsigned)ot[q].z); y.w = (int)add_clip4((unsigned)y.w, (unsigned)ot[q].w);
             }
-            *(int4 *)(a.Y + (size_t)m * a.ldy + o) = y;
+            *(int4 *)(Yr + q * dy) = y;
         }
     }
 }
@@ -1314,13 +1323,14 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
         if (lead) ts[row] = (gm & 1) ? -t : t;
         if (rzn && lead) rzs[row] = (uint8_t)rz;
     };
+    /* the descriptors as offsets from the tile's first (the low word is the address / 16, below 2^14) */
     auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) {
-        const unsigned xa = (unsigned)__cvta_generic_to_shared(Op), wb = (unsigned)__cvta_generic_to_shared(Ws) + wg * NW * 64;
+        const uint64_t dx = wg_desc((unsigned)__cvta_generic_to_shared(Op)), dw = wg_desc((unsigned)__cvta_generic_to_shared(Ws) + wg * NW * 64);
         wg_fence();
 #pragma unroll
         for (int kt = 0; kt < KT; kt++) {
-            wg_mma_s8(d, wg_desc(xa + kt * RBM * 64), wg_desc(wb + kt * H * 64), kt > 0);
-            wg_mma_s8(d, wg_desc(xa + kt * RBM * 64 + 32), wg_desc(wb + kt * H * 64 + 32));
+            wg_mma_s8(d, dx + kt * (RBM * 64 / 16), dw + kt * (H * 64 / 16), kt > 0);
+            wg_mma_s8(d, dx + kt * (RBM * 64 / 16) + 2, dw + kt * (H * 64 / 16) + 2);
         }
         wg_commit();
     };
