@@ -1909,8 +1909,9 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
 __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t seed, uint32_t epoch, uint32_t id,
                                     const int *ek, const int8_t *es, const int8_t *blob, size_t pstride, size_t bspan,
                                     int plo, int phi, int8_t *Lm, int8_t *Rm) {
+    /* the block's 16 rows x 256 columns go out through shared memory, 16 bytes per thread */
+    __shared__ __align__(16) int8_t T[UPD_ROWS][256];
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (col >= Kp) return;
     const int e = col / r, j = col % r, r0 = blockIdx.y * UPD_ROWS, r1 = min(N + K, r0 + UPD_ROWS);
     uint64_t key = 0;
     int sg = 0;
@@ -1923,15 +1924,20 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t
     }
     bytes16 ov;
     if (own) ov.v = __ldg((const int4 *)(own + (r0 < N ? (size_t)j * N + r0 : bspan + (size_t)j * K + (r0 - N))));
-    for (int row = r0; row < r1; row++) { /* rows 0..N-1: Lm, N..N+K-1: Rm */
+#pragma unroll
+    for (int q = 0; q < UPD_ROWS; q++) { /* rows 0..N-1: Lm, N..N+K-1: Rm */
+        const int row = r0 + q;
         int8_t v = 0;
-        if (e < E) {
-            if (row < N) v = (int8_t)(sg * (own ? ov.b[row - r0] : egg_noise(key, (uint32_t)(row * r + j))));
-            else v = own ? ov.b[row - r0] : (int8_t)egg_noise(key, (uint32_t)(N * r + (row - N) * r + j));
+        if (e < E && row < r1) {
+            if (row < N) v = (int8_t)(sg * (own ? ov.b[q] : egg_noise(key, (uint32_t)(row * r + j))));
+            else v = own ? ov.b[q] : (int8_t)egg_noise(key, (uint32_t)(N * r + (row - N) * r + j));
         }
-        if (row < N) Lm[(size_t)row * Kp + col] = v;
-        else Rm[(size_t)(row - N) * Kp + col] = v;
+        T[q][threadIdx.x] = v;
     }
+    __syncthreads();
+    const int row = r0 + (threadIdx.x >> 4), c = blockIdx.x * blockDim.x + (threadIdx.x & 15) * 16; /* Kp: a multiple of 64 */
+    if (row < r1 && c < Kp)
+        *(int4 *)((row < N ? Lm + (size_t)row * Kp : Rm + (size_t)(row - N) * Kp) + c) = *(const int4 *)&T[threadIdx.x >> 4][(threadIdx.x & 15) * 16];
 }
 
 __global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint32_t id, const int *ek, const int8_t *es,
