@@ -1687,6 +1687,18 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
         const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
         const lnq dv0 = LNQ(d0), dv1 = LNQ(d1); /* d <= 127: |x| <= 127 */
         w4u y0[K4], y1[K4];
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        if (wp) { /* the members' perturbed weights: bytes by prmt */
+#pragma unroll
+            for (int q = 0; q < K4; q++) {
+                const unsigned u0 = (unsigned)x0[pp][q].w, u1 = (unsigned)x1[pp][q].w, v0 = (unsigned)a1[pp][q].w, v1 = (unsigned)a2[pp][q].w;
+                y0[q].w = (int)pack4i(ln_apply(sx8<0>(u0), sx8<0>(v0), dv0), ln_apply(sx8<1>(u0), sx8<1>(v0), dv0),
+                                      ln_apply(sx8<2>(u0), sx8<2>(v0), dv0), ln_apply(sx8<3>(u0), sx8<3>(v0), dv0));
+                y1[q].w = (int)pack4i(ln_apply(sx8<0>(u1), sx8<0>(v1), dv1), ln_apply(sx8<1>(u1), sx8<1>(v1), dv1),
+                                      ln_apply(sx8<2>(u1), sx8<2>(v1), dv1), ln_apply(sx8<3>(u1), sx8<3>(v1), dv1));
+            }
+        } else
+#endif
 #pragma unroll
         for (int q = 0; q < K4; q++)
 #pragma unroll
