@@ -1687,7 +1687,7 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
         const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
         const lnq dv0 = LNQ(d0), dv1 = LNQ(d1); /* d <= 127: |x| <= 127 */
         w4u y0[K4], y1[K4];
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifdef MMP_WGMMA
         if (wp) { /* the members' perturbed weights: bytes by prmt */
 #pragma unroll
             for (int q = 0; q < K4; q++) {
