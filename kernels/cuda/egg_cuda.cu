@@ -1885,32 +1885,38 @@ __global__ void reset_kernel(int n, int H, int L, const uint8_t *reset, int grou
 }
 
 /* noise blob of tensor `id` for local pairs [0, np): global pair p0 + p */
+#define NOISE_PP 8 /* pairs per block of the noise kernel */
 template <bool R1> /* rank 1: A[0][o] = noise(o), B[0][k] = noise(N + k), no divisions */
 __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch, uint32_t id, int kind, int N, int K, int r,
                              int is_emb, size_t off, size_t pstride, int8_t *noise) {
     /* 32-bit index math (a blob is at most r * (N + K) bytes; 64-bit division is a long software sequence) */
-    const int p = blockIdx.x; /* pairs on x: y is limited to 65535 */
     const uint32_t len = kind == EGG_T_VEC ? 2u * (uint32_t)N : (is_emb ? (uint32_t)(r * K) : (uint32_t)(r * (N + K)));
-    const uint32_t i = blockIdx.y * blockDim.x + threadIdx.x;
-    __shared__ uint64_t skey; /* the pair's key, once per block (three mix64 rounds) */
-    if (threadIdx.x == 0) skey = egg_noise_key(seed, epoch, id, p0 + (uint32_t)p);
+    /* NOISE_PP pairs per block (pairs on x: y is limited to 65535), their keys (three mix64 rounds each) once:
+     * blocks of one pair and 256 values had spent more time starting than hashing */
+    __shared__ uint64_t skey[NOISE_PP];
+    const int pb = blockIdx.x * NOISE_PP;
+    if (threadIdx.x < NOISE_PP && pb + (int)threadIdx.x < np) skey[threadIdx.x] = egg_noise_key(seed, epoch, id, p0 + (uint32_t)(pb + threadIdx.x));
     __syncthreads();
-    if (p >= np || i >= len) return;
-    uint32_t dst = i; /* position in the blob: B of non-embedding matrices starts at a_span(r, N) */
-    const uint64_t key = skey;
     const uint32_t rN = (uint32_t)(r * N);
-    uint32_t idx;
-    if (kind == EGG_T_VEC) idx = i;
-    else if (!is_emb && i < rN) { /* A[j][o] = noise(o*r + j) */
-        const uint32_t j = R1 ? 0 : i / (uint32_t)N, o = i - j * (uint32_t)N;
-        idx = o * (uint32_t)r + j;
-    } else { /* B[j][k] = noise(N*r + k*r + j) */
-        const uint32_t b = is_emb ? i : i - rN;
-        const uint32_t j = R1 ? 0 : b / (uint32_t)K, k = b - j * (uint32_t)K;
-        idx = rN + k * (uint32_t)r + j;
-        if (!is_emb) dst = (uint32_t)a_span(r, N) + b;
+    for (int q = 0; q < NOISE_PP && pb + q < np; q++) {
+        const uint64_t key = skey[q];
+        int8_t *blob = noise + (size_t)(pb + q) * pstride + off;
+        for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) {
+            uint32_t dst = i; /* position in the blob: B of non-embedding matrices starts at a_span(r, N) */
+            uint32_t idx;
+            if (kind == EGG_T_VEC) idx = i;
+            else if (!is_emb && i < rN) { /* A[j][o] = noise(o*r + j) */
+                const uint32_t j = R1 ? 0 : i / (uint32_t)N, o = i - j * (uint32_t)N;
+                idx = o * (uint32_t)r + j;
+            } else { /* B[j][k] = noise(N*r + k*r + j) */
+                const uint32_t b = is_emb ? i : i - rN;
+                const uint32_t j = R1 ? 0 : b / (uint32_t)K, k = b - j * (uint32_t)K;
+                idx = rN + k * (uint32_t)r + j;
+                if (!is_emb) dst = (uint32_t)a_span(r, N) + b;
+            }
+            blob[dst] = (int8_t)egg_noise(key, idx);
+        }
     }
-    noise[(size_t)p * pstride + off + dst] = (int8_t)egg_noise(key, idx);
 }
 
 /* update operands: Lm[o][e*r+j] = s_e * A_e[o][j], Rm[i][e*r+j] = B_e[i][j]; zero padding to Kp. An entry
@@ -2378,8 +2384,7 @@ static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
         int is_emb = id == EGG_T_EMB;
-        size_t len = t->kind == EGG_T_VEC ? 2 * (size_t)t->rows : (is_emb ? (size_t)c->r * t->cols : (size_t)c->r * (t->rows + t->cols));
-        dim3 grid((unsigned)np, (unsigned)((len + 255) / 256));
+        const dim3 grid((unsigned)((np + NOISE_PP - 1) / NOISE_PP));
         if (c->r == 1)
             noise_kernel<true><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, (uint32_t)id, t->kind, t->rows, t->cols,
                                                         c->r, is_emb, c->noff[id], c->pstride, c->noise);
