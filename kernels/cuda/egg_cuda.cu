@@ -1958,13 +1958,15 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t
         *(int4 *)((row < N ? Lm + (size_t)row * Kp : Rm + (size_t)(row - N) * Kp) + c) = *(const int4 *)&T[threadIdx.x >> 4][(threadIdx.x & 15) * 16];
 }
 
+#define UPD_VEC_E 32 /* entries per block of the update's vector kernel */
 __global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint32_t id, const int *ek, const int8_t *es,
                                int32_t *Z) {
-    /* block (e-chunk, i-chunk): each thread one element i, a slice of entries */
+    /* block (e-chunk, i-chunk): each thread one element i, a slice of UPD_VEC_E entries (entries on x: y is limited
+     * to 65535); slices short enough that 16384 entries fill the GPU */
     const int i = blockIdx.y * blockDim.x + threadIdx.x;
-    const int e0 = blockIdx.x * 256, e1 = min(E, e0 + 256); /* entries on x: y is limited to 65535 */
-    __shared__ uint64_t keys[256]; /* the slice's keys, once per block */
-    __shared__ int sgs[256];
+    const int e0 = blockIdx.x * UPD_VEC_E, e1 = min(E, e0 + UPD_VEC_E);
+    __shared__ uint64_t keys[UPD_VEC_E]; /* the slice's keys, once per block */
+    __shared__ int sgs[UPD_VEC_E];
     for (int q = threadIdx.x; q < e1 - e0; q += blockDim.x) {
         keys[q] = egg_noise_key(seed, epoch, id, (uint32_t)ek[e0 + q]);
         sgs[q] = es[e0 + q];
@@ -2479,7 +2481,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         if (!E) break;
 
         if (t->kind == EGG_T_VEC) {
-            dim3 g((unsigned)((E + 255) / 256), (unsigned)((t->rows + 127) / 128));
+            dim3 g((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)((t->rows + 127) / 128));
             upd_vec_kernel<<<g, 128, 0, c->st>>>(E, t->rows, seed, epoch, (uint32_t)id, c->ek, c->es, c->Z);
             CKL();
         } else {
