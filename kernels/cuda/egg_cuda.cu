@@ -1087,18 +1087,33 @@ __host__ __device__ constexpr int mmw_smem_bytes() {
 #ifdef MMP_WGMMA
 /* tile g of a launch: output block (m0, n0) and k-steps kt0 .. kt0 + ktn - 1 (MODE_UPDATE splits K into
  * pieces of `per` k-steps, the pieces' tiles after all tiles of the piece before) */
-__device__ __forceinline__ void mmw_tile(const MMArgs &a, int g, int per, int KT, int &m0, int &n0, int &kt0, int &ktn) {
-    const int mn = g % (a.mtn * a.ntn), kz = g / (a.mtn * a.ntn);
-    m0 = (mn / a.ntn) * BM;
-    n0 = (mn % a.ntn) * BN;
-    kt0 = kz * per;
-    ktn = min(per, KT - kt0);
-}
+/* walked incrementally: the CTA's tiles are blockIdx.x + it * gridDim.x, so (kz, mi, ni) advance by the
+ * decomposition of gridDim.x with carries (the divisions once per CTA) */
+struct MmwTiles {
+    int kz, mi, ni, dkz, dmi, dni;
+    __device__ __forceinline__ MmwTiles(const MMArgs &a) {
+        const int mn = a.mtn * a.ntn, g = (int)blockIdx.x, G = (int)gridDim.x;
+        kz = g / mn; mi = (g % mn) / a.ntn; ni = g % a.ntn;
+        dkz = G / mn; dmi = (G % mn) / a.ntn; dni = G % a.ntn;
+    }
+    __device__ __forceinline__ void get(const MMArgs &a, int per, int KT, int &m0, int &n0, int &kt0, int &ktn) const {
+        m0 = mi * BM;
+        n0 = ni * BN;
+        kt0 = kz * per;
+        ktn = min(per, KT - kt0);
+    }
+    __device__ __forceinline__ void next(const MMArgs &a) {
+        ni += dni;
+        if (ni >= a.ntn) ni -= a.ntn, mi++;
+        mi += dmi;
+        if (mi >= a.mtn) mi -= a.mtn, kz++;
+        kz += dkz;
+    }
+};
 template <int MODE, int R, int w, int EP>
 __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const int8_t *As, int8_t *Os, int *ts, uint64_t *full,
                                             uint64_t *empty, uint64_t *aempty, uint64_t *turn, int mine, int per, int KT, bool turns,
                                             int tid) {
-    const int G = (int)gridDim.x;
     const int warp = tid >> 5, lane = tid & 31, wt = tid & 127, gid = lane >> 2, tig = lane & 3;
     /* rank 1: warpgroup 0's 160 columns are its pairs' 32 then the 128 outputs, warpgroup 1's the outputs then
      * its pairs'; rank 0: the 128 outputs */
@@ -1110,9 +1125,10 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
     unsigned st = 0, ph = 0, pst = 0;
     const uint64_t dx0 = wg_desc((unsigned)__cvta_generic_to_shared(St) + w * 64 * BK);
     const uint64_t dw0 = wg_desc((unsigned)__cvta_generic_to_shared(St) + (R > 0 ? (w == 0 ? WS_OFF_B0 : WS_OFF_W) : WS_OFF_W));
-    for (int it = 0; it < mine; it++) {
+    MmwTiles tl(a);
+    for (int it = 0; it < mine; it++, tl.next(a)) {
         int m0, n0, kt0, ktn;
-        mmw_tile(a, (int)blockIdx.x + it * G, per, KT, m0, n0, kt0, ktn);
+        tl.get(a, per, KT, m0, n0, kt0, ktn);
         int4 ot[4]; /* the residual, loading under the tile's MMAs */
         mmp_res_load<MODE>(a, m0 + w * 64, n0, wt, 128, ot);
         /* warpgroup 0 issues tile it's MMAs after warpgroup 1 issued tile it - 1's; warpgroup 1 after warpgroup 0 */
@@ -1192,9 +1208,10 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
     if (warp == 8) { /* producer: one thread walks the jobs (tile, k-step) */
         if (lane == 0) {
             int j = 0;
-            for (int it = 0; it < mine; it++) {
+            MmwTiles tl(a);
+            for (int it = 0; it < mine; it++, tl.next(a)) {
                 int m0, n0, kt0, ktn;
-                mmw_tile(a, (int)blockIdx.x + it * G, per, KT, m0, n0, kt0, ktn);
+                tl.get(a, per, KT, m0, n0, kt0, ktn);
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
                 for (int q = 0; q < ktn; q++, j++) {
                     const int kt = kt0 + q; /* R > 0: one piece, kt0 = 0 */
