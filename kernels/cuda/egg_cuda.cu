@@ -598,9 +598,10 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-/* Byte and 16-bit-lane arithmetic of the chunk recurrence's passes (sm_90: VIADD.16x2, VIADDMNMX.S16x2 and
- * VIMNMX.S16x2 work on two int16 lanes per instruction; prmt moves bytes, a selector nibble's bit 3 replicating
- * the chosen byte's sign). A word of four int8 is two words of int16 lanes (lo2: bytes 0, 1; hi2: bytes 2, 3). */
+/* Byte and 16-bit-lane arithmetic of the chunk recurrence's passes, the GEMM epilogues at output shift 8 and
+ * EGG-LN (sm_90: VIADD.16x2, VIADDMNMX.S16x2 and VIMNMX.S16x2 work on two int16 lanes per instruction; prmt
+ * moves bytes, a selector nibble's bit 3 replicating the chosen byte's sign). A word of four int8 is two words
+ * of int16 lanes (lo2: bytes 0, 1; hi2: bytes 2, 3). */
 template <unsigned SEL> __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b) {
     unsigned d;
     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "n"(SEL));
@@ -629,10 +630,9 @@ __device__ __forceinline__ unsigned clip2_add(unsigned a, unsigned b) {
     asm("min.s16x2 %0, %1, %2;" : "=r"(d) : "r"(__viaddmax_s16x2(a, b, 0xff81ff81u)), "r"(0x007f007fu));
     return d;
 }
-/* int8 k of w sign-extended; << 8; << 24; zero-extended */
+/* int8 k of w sign-extended; sign-extended << 8; zero-extended */
 template <int k> __device__ __forceinline__ int sx8(unsigned w) { return (int)prmt<(8 | k) * 0x1110 | k>(w, 0); }
 template <int k> __device__ __forceinline__ int sx8_8(unsigned w) { return (int)prmt<(8 | k) * 0x1100 | k << 4 | 4>(w, 0); }
-template <int k> __device__ __forceinline__ int sx8_24(unsigned w) { return (int)prmt<k << 12 | 0x444>(w, 0); }
 template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)prmt<0x4440 | k>(w, 0); }
 /* the signed int16 lanes of w */
 __device__ __forceinline__ int lane0(unsigned w) { return (int)prmt<0x9910>(w, 0); }
