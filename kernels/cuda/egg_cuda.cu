@@ -599,7 +599,7 @@ __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.s
 template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 /* Byte and 16-bit-lane arithmetic of the chunk recurrence's passes, the GEMM epilogues at output shift 8 and
- * EGG-LN (sm_90: VIADD.16x2, VIADDMNMX.S16x2 and VIMNMX.S16x2 work on two int16 lanes per instruction; prmt
+ * the recurrence's EGG-LN (sm_90: VIADD.16x2, VIADDMNMX.S16x2 and VIMNMX.S16x2 work on two int16 lanes per instruction; prmt
  * moves bytes, a selector nibble's bit 3 replicating the chosen byte's sign). A word of four int8 is two words
  * of int16 lanes (lo2: bytes 0, 1; hi2: bytes 2, 3). */
 template <unsigned SEL> __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b) {
@@ -1365,19 +1365,13 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
             int8_t *Yc[4];
 #pragma unroll
             for (int c = 0; c < 4; c++) Yc[c] = Ys + wg * (RBM * 64) + row * 64 + ((c ^ ((row >> 1) & 3)) << 4) + tig * 2;
-            if (R > 0 && H == 256 && ep == 2) {
+            auto put = [&](auto epi) {
 #pragma unroll
-                for (int jn = 0; jn < NW / 8; jn++)
-                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair8<true>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps);
-            } else if (R > 0 && H == 256 && ep == 1) {
-#pragma unroll
-                for (int jn = 0; jn < NW / 8; jn++)
-                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair8<false>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps);
-            } else {
-#pragma unroll
-                for (int jn = 0; jn < NW / 8; jn++)
-                    *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
-            }
+                for (int jn = 0; jn < NW / 8; jn++) *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn]);
+            };
+            if (R > 0 && H == 256 && ep == 2) put([&](int v0, int v1, unsigned A) { return epi_pair8<true>(v0, v1, A, t, ps); });
+            else if (R > 0 && H == 256 && ep == 1) put([&](int v0, int v1, unsigned A) { return epi_pair8<false>(v0, v1, A, t, ps); });
+            else put([&](int v0, int v1, unsigned A) { return epi_pair<R>(v0, v1, (unsigned short)A, t, s, ps); });
         }
     };
     int d[NW / 2];
@@ -1704,18 +1698,6 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
         const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
         const lnq dv0 = LNQ(d0), dv1 = LNQ(d1); /* d <= 127: |x| <= 127 */
         w4u y0[K4], y1[K4];
-#ifdef MMP_WGMMA
-        if (wp) { /* the members' perturbed weights: bytes by prmt */
-#pragma unroll
-            for (int q = 0; q < K4; q++) {
-                const unsigned u0 = (unsigned)x0[pp][q].w, u1 = (unsigned)x1[pp][q].w, v0 = (unsigned)a1[pp][q].w, v1 = (unsigned)a2[pp][q].w;
-                y0[q].w = (int)pack4i(ln_apply(sx8<0>(u0), sx8<0>(v0), dv0), ln_apply(sx8<1>(u0), sx8<1>(v0), dv0),
-                                      ln_apply(sx8<2>(u0), sx8<2>(v0), dv0), ln_apply(sx8<3>(u0), sx8<3>(v0), dv0));
-                y1[q].w = (int)pack4i(ln_apply(sx8<0>(u1), sx8<0>(v1), dv1), ln_apply(sx8<1>(u1), sx8<1>(v1), dv1),
-                                      ln_apply(sx8<2>(u1), sx8<2>(v1), dv1), ln_apply(sx8<3>(u1), sx8<3>(v1), dv1));
-            }
-        } else
-#endif
 #pragma unroll
         for (int q = 0; q < K4; q++)
 #pragma unroll
