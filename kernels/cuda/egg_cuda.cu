@@ -1529,6 +1529,251 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
     (void)a; /* not launched: the host checks wgmma_probe first */
 #endif
 }
+/* The H = 256 recurrence with every thread's outputs in registers (sm_90a, rank <= 1; EGG_CUDA_RREG=0: rchunk_kernel).
+ * Same CTA shape as rchunk_kernel<256> (4 warpgroups of 64 output columns, Uf and Uh resident, row blocks of 64
+ * members), but the rows of Uf and Uh sit in shared memory permuted so that a thread's wgmma accumulators, columns
+ * 8 jn + 2 tig (+1) of its warpgroup's 64, are the 16 adjacent columns 16 tig .. 16 tig + 15 of the output: the
+ * epilogue and the element-wise pass run on the fragments themselves, with no staging tile and no pass over it.
+ * A thread owns rows w4 16 + gid (+8) and those 16 columns for the whole chunk: it alone writes and reads them in
+ * the state h (Xh, also the MMA operand), f + 127 (Fs) and R (Rs), and loads its rows' Wf.x, Wh.x, x, biases and
+ * noise from global memory under the MMAs; each timestep is
+ *   phase 0: MMA Uf.h; epilogue; f = clip(.. + Wf.x + bf), g = gate(f, h) into Gs; partial g.B(Uh)   | barrier
+ *   phase 1: MMA Uh.g; epilogue; h' = mix(f, c, h) into Xh, R = clip(h' + x); partial h'.B(Uf), |R|  | barrier
+ * The rank-1 terms x.B sum four warpgroups' partials from shared memory after the barrier; the fused EGG-LN of R
+ * (ln2) finishes one phase later, under the next timestep's phase-0 MMA (after the chunk: at its end). */
+#define RRA (256 + 64) /* As row pitch: the 4 pairs a warp's rows read cover the banks twice */
+__host__ __device__ constexpr int rreg_smem_bytes() { return 2 * 256 * 256 + 4 * RBM * 256 + 2 * 32 * RRA + 3 * RBM * 16; }
+__device__ __forceinline__ int dot16(int4 x, int4 b) {
+    int t = __dp4a(x.x, b.x, 0);
+    t = __dp4a(x.y, b.y, t); t = __dp4a(x.z, b.z, t);
+    return __dp4a(x.w, b.w, t);
+}
+template <int R, int EP> /* EP: the epilogue, as rchunk_kernel's ep (R = 0: 0) */
+__global__ void __launch_bounds__(512, 1) rreg_kernel(RecChunk a) {
+#ifdef MMP_WGMMA
+    constexpr int H = 256, KT = 4, NT = 512, NW = 64;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H, *Xh = Whs + H * H, *Gs = Xh + RBM * H, *Rs = Gs + RBM * H;
+    int8_t *Fs = Rs + RBM * H, *As = Fs + RBM * H;   /* Fs: f + 127; As [2][32][RRA]: the pairs' A rows of Uf, Uh */
+    int4 *tsx = (int4 *)(As + 2 * 32 * RRA);          /* [2][RBM]: a row's x.B partials of the 4 warpgroups (h, g) */
+    int4 *lns = tsx + 2 * RBM;                        /* [RBM]: a row's sum |R| partials */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    const int wg = warp >> 2, w4 = warp & 3, n = a.n, ps = a.pshift, s = a.s;
+    const int c0 = wg * 64 + tig * 16; /* the thread's 16 columns */
+    /* resident weights: shared row o of the warpgroup's 64 holds output column 16 ((o >> 1) & 3) + 2 (o >> 3) + (o & 1) */
+    for (int ch = tid; ch < 2 * H * H / 16; ch += NT) {
+        const int mat = ch / (H * H / 16), rem = ch % (H * H / 16), o = rem / (H / 16), col = (rem % (H / 16)) * 16;
+        const int op = (o & ~63) | (((o >> 1) & 3) << 4) | (((o >> 3) & 7) << 1) | (o & 1);
+        cp_async16((mat ? Whs : Wfs) + (col >> 6) * H * 64 + wg_off(o, (col >> 4) & 3), (mat ? a.Uh : a.Uf) + (size_t)op * H + col, true);
+    }
+    cp_commit();
+    auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
+    auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) {
+        /* the addresses through asm volatile: hoisted out of the timestep loop, the 16 descriptors would hold 64 registers */
+        unsigned ox, ow;
+        asm volatile("mov.u32 %0, %1;" : "=r"(ox) : "r"((unsigned)__cvta_generic_to_shared(Op)));
+        asm volatile("mov.u32 %0, %1;" : "=r"(ow) : "r"((unsigned)__cvta_generic_to_shared(Ws) + wg * NW * 64));
+        const uint64_t dx = wg_desc(ox), dw = wg_desc(ow);
+        wg_fence();
+#pragma unroll
+        for (int kt = 0; kt < KT; kt++) {
+            wg_mma_s8(d, dx + kt * (RBM * 64 / 16), dw + kt * (H * 64 / 16), kt > 0);
+            wg_mma_s8(d, dx + kt * (RBM * 64 / 16) + 2, dw + kt * (H * 64 / 16) + 2);
+        }
+        wg_commit();
+    };
+    /* the row's partial over this thread's 16 columns, summed over the 4 lanes of the row, into slot wg of P[row] */
+    auto partial = [&](int4 *P, int row, int v) {
+        v += __shfl_xor_sync(0xffffffffu, v, 1);
+        v += __shfl_xor_sync(0xffffffffu, v, 2);
+        if (tig == 0) ((int *)(P + row))[wg] = v;
+    };
+    auto sum4 = [](int4 v) { return v.x + v.y + v.z + v.w; };
+    /* accumulators -> the MM result of row hr as int16-lane words: yl[w] = columns 4w, 4w + 1, yu[w] = 4w + 2, 4w + 3 */
+    auto epi = [&](const int (&d)[NW / 2], int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+            const int *v = d + (2 * w) * 4 + hr * 2, *u = d + (2 * w + 1) * 4 + hr * 2;
+            const unsigned A = (unsigned)(&Av.x)[w];
+            unsigned l, h;
+            if (EP == 2) {
+                l = prmt<0x7632>((unsigned)(v[0] * 256 + t * sx8<0>(A)), (unsigned)(v[1] * 256 + t * sx8<1>(A)));
+                h = prmt<0x7632>((unsigned)(u[0] * 256 + t * sx8<2>(A)), (unsigned)(u[1] * 256 + t * sx8<3>(A)));
+                l = clip2_add(l, 0); h = clip2_add(h, 0);
+            } else if (EP == 1) {
+                l = prmt<0x6521>((unsigned)(v[0] + ((t * sx8<0>(A)) >> ps)), (unsigned)(v[1] + ((t * sx8<1>(A)) >> ps)));
+                h = prmt<0x6521>((unsigned)(u[0] + ((t * sx8<2>(A)) >> ps)), (unsigned)(u[1] + ((t * sx8<3>(A)) >> ps)));
+                l = clip2_add(l, 0); h = clip2_add(h, 0);
+            } else {
+                const unsigned y = (unsigned)epi_pair<R>(v[0], v[1], (unsigned short)A, t, s, ps) |
+                                   (unsigned)epi_pair<R>(u[0], u[1], (unsigned short)(A >> 16), t, s, ps) << 16;
+                l = lo2(y); h = hi2(y);
+            }
+            yl[w] = l; yu[w] = h;
+        }
+    };
+    const bool lnf = R > 0 && a.bpl != NULL;
+    const size_t nH = (size_t)n * H;
+    int d[NW / 2];
+    for (int rb = blockIdx.x, nrb = (n + RBM - 1) / RBM; rb < nrb; rb += gridDim.x) {
+        const int m0 = rb * RBM;
+        int row[2], gc[2];
+        bool ok[2];
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            row[hr] = w4 * 16 + gid + hr * 8;
+            ok[hr] = m0 + row[hr] < n;
+            gc[hr] = ok[hr] ? m0 + row[hr] : 0;
+        }
+        /* the row's B noise of Uf / Uh (its 16 columns), the row's (perturbed) bias of phase ph: loaded when used, as
+         * registers do not hold them across the chunk */
+        auto bload = [&](int hr, size_t off) {
+            return __ldg((const int4 *)(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(1, H) + c0));
+        };
+        auto pload = [&](int hr, int ph) {
+            return R > 0 ? __ldg((const int4 *)((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + c0)) : __ldg((const int4 *)((ph ? a.bh : a.bf) + c0));
+        };
+        /* the A noise of the row's pair and 16 columns for phase ph (EP = 2: loaded under the MMA; the other epilogues
+         * have fewer registers to spare) */
+        auto aload = [&](int ph, int hr) {
+            return R > 0 ? *(const int4 *)(As + (ph * 32 + (row[hr] >> 1)) * RRA + c0) : make_int4(0, 0, 0, 0);
+        };
+        /* XN = EGG-LN(R) of the rows' timestep at XN + tb0 (R in Rs, the row sums in lns) */
+        auto ln_out = [&](size_t tb0) {
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const size_t gi = (size_t)gc[hr] * H + c0;
+                const int4 wl = __ldg((const int4 *)(a.bpl + gi)), rv = *(const int4 *)(Rs + sw(row[hr], c0));
+                const lnq dv = LNQ(egg_ln_div(sum4(lns[row[hr]]), H));
+                int4 xo;
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    const unsigned rw = (unsigned)(&rv.x)[w], ww = (unsigned)(&wl.x)[w];
+                    (&xo.x)[w] = (int)pack4i(ln_apply(sx8<0>(rw), sx8<0>(ww), dv), ln_apply(sx8<1>(rw), sx8<1>(ww), dv),
+                                             ln_apply(sx8<2>(rw), sx8<2>(ww), dv), ln_apply(sx8<3>(rw), sx8<3>(ww), dv));
+                }
+                if (ok[hr]) *(int4 *)(a.XN + tb0 + gi) = xo;
+            }
+        };
+        if (R > 0) /* the pairs' A rows (the previous row block read them before its last barrier) */
+            for (int ch = tid; ch < 2 * 32 * H / 16; ch += NT) {
+                const int ph = ch / (32 * H / 16), p = (ch / (H / 16)) % 32, c = (ch % (H / 16)) * 16, gp = m0 + 2 * p;
+                cp_async16(As + (ph * 32 + p) * RRA + c,
+                           gp < n ? a.noise + (size_t)(gp >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c : a.noise, gp < n);
+            }
+        cp_commit();
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            const size_t gi = (size_t)gc[hr] * H + c0;
+            const int4 hv = ok[hr] ? __ldg((const int4 *)(a.Hs + gi)) : make_int4(0, 0, 0, 0);
+            *(int4 *)(Xh + sw(row[hr], c0)) = hv;
+            if (R > 0) partial(tsx, row[hr], dot16(hv, bload(hr, a.off_uf)));
+        }
+        cp_wait<0>();
+        fence_proxy_async(); /* Xh, read next by the tensor cores */
+        __syncthreads();
+        for (int t = 0; t < a.tc; t++) {
+            const size_t tb = (size_t)t * nH;
+            const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
+            /* ---- phase 0 */
+            int4 ef[2], pf[2], eh[2], xv[2], ph[2];
+            int rz[2];
+            mma(d, Xh, Wfs);
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                ef[hr] = __ldg((const int4 *)(a.TF + tb + (size_t)gc[hr] * H + c0));
+                pf[hr] = pload(hr, 0);
+            }
+            if (lnf && t > 0) ln_out(tb - nH); /* EGG-LN of the previous timestep's R */
+            int tt[2];
+            int4 Av[2];
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                tt[hr] = R > 0 ? ((row[hr] & 1) ? -sum4(tsx[row[hr]]) : sum4(tsx[row[hr]])) : 0;
+                if (EP == 2) Av[hr] = aload(0, hr);
+            }
+            wg_wait<0>();
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                unsigned yl[4], yu[4];
+                epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(0, hr), yl, yu);
+                int4 gv, pv;
+                const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    const unsigned ew = (unsigned)(&ef[hr].x)[w], bw = (unsigned)(&pf[hr].x)[w], hw = (unsigned)(&hv.x)[w];
+                    const unsigned l = add2(clip2_add(add2(yl[w], lo2(ew)), lo2(bw)), 0x007f007fu);
+                    const unsigned u = add2(clip2_add(add2(yu[w], hi2(ew)), hi2(bw)), 0x007f007fu);
+                    const unsigned p = pack4(l, u); /* f + 127 */
+                    (&pv.x)[w] = (int)p;
+                    (&gv.x)[w] = (int)pack4i1(zx8<0>(p) * sx8<0>(hw), zx8<1>(p) * sx8<1>(hw), zx8<2>(p) * sx8<2>(hw), zx8<3>(p) * sx8<3>(hw));
+                }
+                *(int4 *)(Gs + sw(row[hr], c0)) = gv;
+                *(int4 *)(Fs + sw(row[hr], c0)) = pv;
+                if (R > 0) partial(tsx + RBM, row[hr], dot16(gv, bload(hr, a.off_uh)));
+            }
+            fence_proxy_async(); /* g, read next by the tensor cores */
+            __syncthreads();
+            /* ---- phase 1 */
+            mma(d, Gs, Whs);
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const size_t gi = tb + (size_t)gc[hr] * H + c0;
+                eh[hr] = __ldg((const int4 *)(a.TH + gi));
+                xv[hr] = __ldg((const int4 *)(a.X + gi));
+                rz[hr] = rzn[gc[hr]];
+                ph[hr] = pload(hr, 1);
+                tt[hr] = R > 0 ? ((row[hr] & 1) ? -sum4(tsx[RBM + row[hr]]) : sum4(tsx[RBM + row[hr]])) : 0;
+                if (EP == 2) Av[hr] = aload(1, hr);
+            }
+            wg_wait<0>();
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                unsigned yl[4], yu[4];
+                epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(1, hr), yl, yu);
+                int4 ho, ro;
+                const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0)), pv = *(const int4 *)(Fs + sw(row[hr], c0));
+                int sa = 0;
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    const unsigned ew = (unsigned)(&eh[hr].x)[w], bw = (unsigned)(&ph[hr].x)[w], p = (unsigned)(&pv.x)[w];
+                    const unsigned h = (unsigned)(&hv.x)[w], x = (unsigned)(&xv[hr].x)[w];
+                    const unsigned cl = clip2_add(add2(yl[w], lo2(ew)), lo2(bw)), cu = clip2_add(add2(yu[w], hi2(ew)), hi2(bw));
+                    const int t0 = (lane0(cl) - sx8<0>(h)) * zx8<0>(p) + sx8_8<0>(h);
+                    const int t1 = (lane1(cl) - sx8<1>(h)) * zx8<1>(p) + sx8_8<1>(h);
+                    const int t2 = (lane0(cu) - sx8<2>(h)) * zx8<2>(p) + sx8_8<2>(h);
+                    const int t3 = (lane1(cu) - sx8<3>(h)) * zx8<3>(p) + sx8_8<3>(h);
+                    const unsigned hl = clip2_add(prmt<0x6521>((unsigned)t0, (unsigned)t1), 0);
+                    const unsigned hu = clip2_add(prmt<0x6521>((unsigned)t2, (unsigned)t3), 0);
+                    const unsigned r = pack4(clip2_add(hl, lo2(x)), clip2_add(hu, hi2(x)));
+                    (&ho.x)[w] = rz[hr] ? 0 : (int)pack4(hl, hu);
+                    (&ro.x)[w] = (int)r;
+                    if (lnf) {
+                        w4u q;
+                        q.w = (int)r;
+                        sa += abs_sum4(q);
+                    }
+                }
+                *(int4 *)(Xh + sw(row[hr], c0)) = ho;
+                if (ok[hr]) *(int4 *)(a.R + tb + (size_t)gc[hr] * H + c0) = ro;
+                if (lnf) {
+                    *(int4 *)(Rs + sw(row[hr], c0)) = ro;
+                    partial(lns, row[hr], sa);
+                }
+                if (R > 0) partial(tsx, row[hr], dot16(ho, bload(hr, a.off_uf)));
+            }
+            fence_proxy_async(); /* the state h, read next by the tensor cores */
+            __syncthreads();
+        }
+        if (lnf && a.tc > 0) ln_out((size_t)(a.tc - 1) * nH); /* EGG-LN of the chunk's last R */
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) /* the state after the chunk */
+            if (ok[hr]) *(int4 *)(a.Hs + (size_t)gc[hr] * H + c0) = *(const int4 *)(Xh + sw(row[hr], c0));
+    }
+#else
+    (void)a; /* not launched: the host checks wgmma_probe first */
+#endif
+}
 /* 1 where this binary has the sm_90a (wgmma) kernels for the running GPU */
 __global__ void wgmma_probe(int *out) {
 #ifdef MMP_WGMMA
@@ -2026,6 +2271,7 @@ struct CudaImpl {
     int smem, nsm;
     int rchunk;               /* H = 128/256 on sm_90a: a chunk's recurrence in one launch (EGG_CUDA_RCHUNK=0: two GEMMs per timestep) */
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
+    int rreg;                 /* H = 256: the chunk recurrence in rreg_kernel (EGG_CUDA_RREG=0: rchunk_kernel) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     uint64_t *ekeys;          /* [pairs]: the embedding noise's keys of the step */
@@ -2330,7 +2576,14 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     if (H == 256 && c->ln2_fuse) rc2.bpl = c->lnp + (size_t)(2 * l + 1) * n * H;
                 }
                 const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
-                if (H == 256 && nz) rchunk_kernel<256, 1><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
+                if (H == 256 && c->rreg && (!nz || rc2.bpf)) { /* registers-resident pass (the perturbed biases of the step) */
+                    const int nr = nrb < c->nsm ? nrb : c->nsm;
+                    const int ep = rc2.s == 8 ? (c->pshift == 8 ? 2 : c->pshift > 8 ? 1 : 0) : 0;
+                    if (nz && ep == 2) rreg_kernel<1, 2><<<nr, 512, rreg_smem_bytes(), c->st>>>(rc2);
+                    else if (nz && ep == 1) rreg_kernel<1, 1><<<nr, 512, rreg_smem_bytes(), c->st>>>(rc2);
+                    else if (nz) rreg_kernel<1, 0><<<nr, 512, rreg_smem_bytes(), c->st>>>(rc2);
+                    else rreg_kernel<0, 0><<<nr, 512, rreg_smem_bytes(), c->st>>>(rc2);
+                } else if (H == 256 && nz) rchunk_kernel<256, 1><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
                 else if (H == 256) rchunk_kernel<256, 0><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
                 else if (nz) rchunk_kernel<128, 1><<<nb, rchunk_threads<128>(), rchunk_smem_bytes<128>(), c->st>>>(rc2);
                 else rchunk_kernel<128, 0><<<nb, rchunk_threads<128>(), rchunk_smem_bytes<128>(), c->st>>>(rc2);
@@ -2877,6 +3130,13 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o2, rchunk_kernel<256, 1>, rchunk_threads<256>(), rchunk_smem_bytes<256>()));
                 c->rchunk_ctas[0] = (o1 > 0 ? o1 : 1) * c->nsm;
                 c->rchunk_ctas[1] = (o2 > 0 ? o2 : 1) * c->nsm;
+                const char *er = getenv("EGG_CUDA_RREG");
+                c->rreg = !(er && atoi(er) == 0) && (size_t)rreg_smem_bytes() <= prop.sharedMemPerBlockOptin;
+                if (c->rreg) {
+#define RREG_ATTR(R, EP) CK(cudaFuncSetAttribute(rreg_kernel<R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, rreg_smem_bytes()));
+                    RREG_ATTR(0, 0) RREG_ATTR(1, 0) RREG_ATTR(1, 1) RREG_ATTR(1, 2)
+#undef RREG_ATTR
+                }
             }
         }
     }
