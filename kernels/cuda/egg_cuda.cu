@@ -637,14 +637,33 @@ template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)pr
 /* the signed int16 lanes of w */
 __device__ __forceinline__ int lane0(unsigned w) { return (int)prmt<0x9910>(w, 0); }
 __device__ __forceinline__ int lane1(unsigned w) { return (int)prmt<0xbb32>(w, 0); }
-/* epi_pair<1> at s = 8 with K <= 256 and ps >= 8: u = v + ((t A) >> ps) has |u| < 2^23, so u >> 8 is bytes 1, 2 of u,
- * and the clip runs on int16 lanes. ONE (ps = 8): u >> 8 = (256 v + t A) >> 16 (the floors compose; |256 v + t A| < 2^31
- * at K <= 256), bytes 2, 3 */
+/* epi_pair<1> at s = 8 with K <= 256 and ps >= 8, as two int16 lanes: u = v + ((t A) >> ps) has |u| < 2^23, so
+ * u >> 8 is bytes 1, 2 of u, and the clip runs on int16 lanes. ONE (ps = 8): u >> 8 = (256 v + t A) >> 16 (the floors
+ * compose; |256 v + t A| < 2^31 at K <= 256), bytes 2, 3 */
+template <bool ONE>
+__device__ __forceinline__ unsigned epi_lanes8(int v0, int v1, int a0, int a1, int t, int ps) { /* a0, a1: the A values */
+    const unsigned l = ONE ? prmt<0x7632>((unsigned)(v0 * 256 + t * a0), (unsigned)(v1 * 256 + t * a1))
+                           : prmt<0x6521>((unsigned)(v0 + ((t * a0) >> ps)), (unsigned)(v1 + ((t * a1) >> ps)));
+    return clip2_add(l, 0);
+}
+/* epi_lanes8 as two bytes */
 template <bool ONE>
 __device__ __forceinline__ unsigned short epi_pair8(int v0, int v1, unsigned Aw, int t, int ps) {
-    const unsigned l = ONE ? prmt<0x7632>((unsigned)(v0 * 256 + t * sx8<0>(Aw)), (unsigned)(v1 * 256 + t * sx8<1>(Aw)))
-                           : prmt<0x6521>((unsigned)(v0 + ((t * sx8<0>(Aw)) >> ps)), (unsigned)(v1 + ((t * sx8<1>(Aw)) >> ps)));
-    return (unsigned short)prmt<0x0020>(clip2_add(l, 0), 0);
+    return (unsigned short)prmt<0x0020>(epi_lanes8<ONE>(v0, v1, sx8<0>(Aw), sx8<1>(Aw), t, ps), 0);
+}
+/* four adjacent outputs of the rank-1 epilogue (v0 v1 u0 u1; Aw: their four A bytes) as two words of int16 lanes
+ * (l: v0 v1, h: u0 u1); EP: 2, 1 epi_lanes8<true>, <false>, 0 epi_pair<R> */
+template <int R, int EP>
+__device__ __forceinline__ void epi_quad(int v0, int v1, int u0, int u1, unsigned Aw, int t, int s, int ps, unsigned &l, unsigned &h) {
+    if (EP) {
+        l = epi_lanes8<EP == 2>(v0, v1, sx8<0>(Aw), sx8<1>(Aw), t, ps);
+        h = epi_lanes8<EP == 2>(u0, u1, sx8<2>(Aw), sx8<3>(Aw), t, ps);
+    } else {
+        const unsigned y = (unsigned)epi_pair<R>(v0, v1, (unsigned short)Aw, t, s, ps) |
+                           (unsigned)epi_pair<R>(u0, u1, (unsigned short)(Aw >> 16), t, s, ps) << 16;
+        l = lo2(y);
+        h = hi2(y);
+    }
 }
 /* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8), e = Wf.x, b = bf, h = state:
  * f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and p = f + 127 (0..254) */
@@ -1592,25 +1611,9 @@ __global__ void __launch_bounds__(512, 1) rreg_kernel(RecChunk a) {
     /* accumulators -> the MM result of row hr as int16-lane words: yl[w] = columns 4w, 4w + 1, yu[w] = 4w + 2, 4w + 3 */
     auto epi = [&](const int (&d)[NW / 2], int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
 #pragma unroll
-        for (int w = 0; w < 4; w++) {
-            const int *v = d + (2 * w) * 4 + hr * 2, *u = d + (2 * w + 1) * 4 + hr * 2;
-            const unsigned A = (unsigned)(&Av.x)[w];
-            unsigned l, h;
-            if (EP == 2) {
-                l = prmt<0x7632>((unsigned)(v[0] * 256 + t * sx8<0>(A)), (unsigned)(v[1] * 256 + t * sx8<1>(A)));
-                h = prmt<0x7632>((unsigned)(u[0] * 256 + t * sx8<2>(A)), (unsigned)(u[1] * 256 + t * sx8<3>(A)));
-                l = clip2_add(l, 0); h = clip2_add(h, 0);
-            } else if (EP == 1) {
-                l = prmt<0x6521>((unsigned)(v[0] + ((t * sx8<0>(A)) >> ps)), (unsigned)(v[1] + ((t * sx8<1>(A)) >> ps)));
-                h = prmt<0x6521>((unsigned)(u[0] + ((t * sx8<2>(A)) >> ps)), (unsigned)(u[1] + ((t * sx8<3>(A)) >> ps)));
-                l = clip2_add(l, 0); h = clip2_add(h, 0);
-            } else {
-                const unsigned y = (unsigned)epi_pair<R>(v[0], v[1], (unsigned short)A, t, s, ps) |
-                                   (unsigned)epi_pair<R>(u[0], u[1], (unsigned short)(A >> 16), t, s, ps) << 16;
-                l = lo2(y); h = hi2(y);
-            }
-            yl[w] = l; yu[w] = h;
-        }
+        for (int w = 0; w < 4; w++)
+            epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1], (unsigned)(&Av.x)[w],
+                            t, s, ps, yl[w], yu[w]);
     };
     const bool lnf = R > 0 && a.bpl != NULL;
     const size_t nH = (size_t)n * H;
