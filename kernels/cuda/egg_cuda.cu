@@ -88,6 +88,7 @@ enum { MODE_PLAIN = 0, MODE_BIAS = 1, MODE_BIAS_GATE = 2, MODE_RESID = 3, MODE_U
 struct MMArgs {
     const int8_t *X; int ldx;  /* [M][K] */
     const int8_t *W; int ldw;  /* [N][K] */
+    const int8_t *Wp;          /* NULL, or W with each 128-row block's rows permuted (wperm_row: the mmw epilogue's layout) */
     int M, N, K;
     int s, pshift, r;          /* r = 0: unperturbed */
     const int8_t *noise; size_t pstride; size_t aoff; /* A at noise + p*pstride + aoff, B at + a_span(r, N) */
@@ -102,6 +103,16 @@ struct MMArgs {
     const int8_t *f, *xres; int8_t *hs; const uint8_t *rz;
     int tma;                         /* persistent GEMM on sm_90a: X and W tiles by TMA (tensor maps passed with the launch) */
 };
+/* the W row that row o of its permuted copy holds: in each block of 128 rows, row 8 jn + 2 tig + b holds
+ * 64 (jn / 8) + 16 tig + 2 (jn % 8) + b: a wgmma accumulator's columns 8 jn + 2 tig (+1), jn < 16, become two runs
+ * of 16 adjacent columns, the four lanes of a row covering 64 adjacent bytes (full 32-byte sectors per store) */
+__host__ __device__ __forceinline__ int wperm_row(int o) {
+    return (o & ~63) | (((o >> 1) & 3) << 4) | (((o >> 3) & 7) << 1) | (o & 1);
+}
+/* and its inverse: where W row o goes */
+__host__ __device__ __forceinline__ int wperm_dst(int o) {
+    return (o & ~63) | (((o >> 1) & 7) << 3) | (((o >> 4) & 3) << 1) | (o & 1);
+}
 __device__ __forceinline__ int pair_of(const MMArgs &a, int m) { return a.wrap ? (m >> 1) % a.wrap : (m >> 1); }
 
 #if !defined(__HIPCC__) /* PTX; HIP: the same names in kernels/hip/egg_tile_hip.h */
@@ -665,6 +676,15 @@ __device__ __forceinline__ void epi_quad(int v0, int v1, int u0, int u1, unsigne
         h = hi2(y);
     }
 }
+/* the same four outputs as int8 bytes */
+template <int R, int EP>
+__device__ __forceinline__ unsigned epi_quad_bytes(int v0, int v1, int u0, int u1, unsigned Aw, int t, int s, int ps) {
+    if (EP == 0)
+        return (unsigned)epi_pair<R>(v0, v1, (unsigned short)Aw, t, s, ps) | (unsigned)epi_pair<R>(u0, u1, (unsigned short)(Aw >> 16), t, s, ps) << 16;
+    unsigned l, h;
+    epi_quad<R, EP>(v0, v1, u0, u1, Aw, t, s, ps, l, h);
+    return pack4(l, h);
+}
 /* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8), e = Wf.x, b = bf, h = state:
  * f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and p = f + 127 (0..254) */
 __device__ __forceinline__ unsigned rec_gate4(unsigned y, unsigned e, unsigned b, unsigned h, unsigned &p) {
@@ -755,6 +775,62 @@ __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, cons
                 EP ? epi_pair8<EP == 2>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, ps)
                    : epi_pair<R>(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn], t, s, ps);
     }
+}
+/* mmw_kernel's PERM epilogue: with W's rows permuted in each 128-row block (wperm_row), a thread's accumulators
+ * of row ml are the output columns 64 q + 16 tig .. + 15 (q = 0, 1), so they go to global memory from registers,
+ * with no staging tile. The lanes of rows gid, gid ^ 1 swap one 16-byte run (shfl_xor 4) so that each store
+ * writes 4 whole 128-byte rows (8 lanes a row, as the staged epilogue's stores; 64-byte pieces of 8 rows per store
+ * made up's GEMM 15% slower): store k of an even row's lane is row gid + k, columns 16 tig .. + 15, of an odd
+ * row's lane row gid - 1 + k, columns 64 + 16 tig .. + 15 (RESID: the residual loaded as ot[2 hr + k] that way) */
+__device__ __forceinline__ int4 shfl_xor4(int4 v, int m) {
+    v.x = __shfl_xor_sync(0xffffffffu, v.x, m); v.y = __shfl_xor_sync(0xffffffffu, v.y, m);
+    v.z = __shfl_xor_sync(0xffffffffu, v.z, m); v.w = __shfl_xor_sync(0xffffffffu, v.w, m);
+    return v;
+}
+/* the row (from the lane pair's even row) and column of a lane's store k */
+__device__ __forceinline__ int perm_store_row(int gid, int k) { return (gid & ~1) + k; }
+__device__ __forceinline__ int perm_store_col(int gid, int tig) { return (gid & 1) * 64 + tig * 16; }
+template <int MODE, int R, int EP>
+__device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int *ts, int m0, int n0,
+                                               int warp, int gid, int tig, const int4 (&ot)[4], uint64_t *aempty) {
+    const bool odd = gid & 1;
+    int4 Av[2][2];
+    int t[2];
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) { /* the tile's A rows and t first: the producer reuses Ab two tiles on */
+        const int ml = warp * 16 + gid + hr * 8;
+        t[hr] = R > 0 ? ts[ml] : 0;
+#pragma unroll
+        for (int q = 0; q < 2; q++) Av[hr][q] = R > 0 ? *(const int4 *)(Ab + as_off(ml >> 1, q * 64 + tig * 16)) : make_int4(0, 0, 0, 0);
+    }
+    if (R > 0) mbar_arrive(aempty);
+    int4 st[2][2];
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        int4 y[2];
+#pragma unroll
+        for (int q = 0; q < 2; q++)
+#pragma unroll
+            for (int w = 0; w < 4; w++) { /* columns 4 w .. 4 w + 3 of the run: accumulator groups q 8 + 2 w, + 1 */
+                const int j = (q * 8 + 2 * w) * 4 + hr * 2;
+                (&y[q].x)[w] = (int)epi_quad_bytes<R, EP>(d[j], d[j + 1], d[j + 4], d[j + 5], (unsigned)(&Av[hr][q].x)[w], t[hr], a.s, a.pshift);
+            }
+        const int4 r = shfl_xor4(odd ? y[0] : y[1], 4);
+        st[hr][0] = odd ? r : y[0];
+        st[hr][1] = odd ? y[1] : r;
+    }
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) /* the stores last, together */
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int m = m0 + warp * 16 + hr * 8 + perm_store_row(gid, k);
+            int4 v = st[hr][k];
+            if (MODE == MODE_RESID) {
+                v.x = (int)add_clip4((unsigned)v.x, (unsigned)ot[hr * 2 + k].x); v.y = (int)add_clip4((unsigned)v.y, (unsigned)ot[hr * 2 + k].y);
+                v.z = (int)add_clip4((unsigned)v.z, (unsigned)ot[hr * 2 + k].z); v.w = (int)add_clip4((unsigned)v.w, (unsigned)ot[hr * 2 + k].w);
+            }
+            if (m < a.M) *(int4 *)(a.Y + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig)) = v;
+        }
 }
 #endif
 /* t + x . b over 32 bytes (x0 x1, b0 b1) */
@@ -1101,7 +1177,7 @@ __host__ __device__ constexpr int mmw_stage_bytes() { return (BM + BN + BM / 2) 
 #define WS_OFF_W (BM * BK + 32 * BK)
 #define WS_OFF_B1 (BM * BK + 32 * BK + BN * BK)
 __host__ __device__ constexpr int mmw_smem_bytes() {
-    return WS_STAGES * mmw_stage_bytes() + 2 * (BM / 2) * BN + BM * OLD + BM * 4 + (2 * WS_STAGES + 4) * 8;
+    return WS_STAGES * mmw_stage_bytes() + 2 * (BM / 2) * BN + BM * OLD + 2 * BM * 4 + (2 * WS_STAGES + 4) * 8;
 }
 #ifdef MMP_WGMMA
 /* tile g of a launch: output block (m0, n0) and k-steps kt0 .. kt0 + ktn - 1 (MODE_UPDATE splits K into
@@ -1129,7 +1205,7 @@ struct MmwTiles {
         kz += dkz;
     }
 };
-template <int MODE, int R, int w, int EP>
+template <int MODE, int R, int w, int EP, int PERM>
 __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const int8_t *As, int8_t *Os, int *ts, uint64_t *full,
                                             uint64_t *empty, uint64_t *aempty, uint64_t *turn, int mine, int per, int KT, bool turns,
                                             int tid) {
@@ -1149,7 +1225,13 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
         int m0, n0, kt0, ktn;
         tl.get(a, per, KT, m0, n0, kt0, ktn);
         int4 ot[4]; /* the residual, loading under the tile's MMAs */
-        mmp_res_load<MODE>(a, m0 + w * 64, n0, wt, 128, ot);
+        if (!PERM) mmp_res_load<MODE>(a, m0 + w * 64, n0, wt, 128, ot);
+        else if (MODE == MODE_RESID)
+#pragma unroll
+            for (int q = 0; q < 4; q++) { /* store q % 2 of row half q / 2 of wg_frag_direct */
+                const int m = m0 + warp * 16 + (q >> 1) * 8 + perm_store_row(gid, q & 1);
+                ot[q] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
+            }
         /* warpgroup 0 issues tile it's MMAs after warpgroup 1 issued tile it - 1's; warpgroup 1 after warpgroup 0 */
         if (turns && (w == 1 || it > 0)) mbar_wait(turn + w, (unsigned)(w == 0 ? it - 1 : it) & 1);
         for (int kt = 0; kt < ktn; kt++) {
@@ -1186,6 +1268,13 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
             }
             continue;
         }
+        if (PERM) { /* ts by tile parity: a warp still reading tile it - 1's is behind this tile's barrier */
+            int *tsp = ts + (it & 1) * BM;
+            if (R > 0) wg_ts(dt, tsp, warp, gid, tig);
+            named_sync(1 + w, 128); /* ts complete */
+            wg_frag_direct<MODE, R, EP>(a, d, As + (it & 1) * (BM / 2) * BN, tsp, m0, n0, warp, gid, tig, ot, aempty + (it & 1));
+            continue;
+        }
         if (R > 0) wg_ts(dt, ts, warp, gid, tig);
         named_sync(1 + w, 128); /* ts complete; this warpgroup's previous out pass has read its rows of Os */
         wg_frag_out<R, EP>(d, Os, As + (it & 1) * (BM / 2) * BN, ts, warp, gid, tig, a.s, a.pshift);
@@ -1195,7 +1284,8 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
     }
 }
 #endif
-template <int MODE, int R, int EP = 0> /* EP: the epilogue (wg_frag_out; 1, 2: rank 1, K <= 256, s = 8, ps > 8, = 8) */
+template <int MODE, int R, int EP = 0, int PERM = 0> /* EP: the epilogue (wg_frag_out; 1, 2: rank 1, K <= 256, s = 8, ps > 8, = 8);
+                                                       PERM: W's rows permuted (wperm_row), wg_frag_direct */
 __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
                                                             const __grid_constant__ CUtensorMap tmw,
                                                             const __grid_constant__ CUtensorMap tmb,
@@ -1205,8 +1295,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
     int8_t *St = (int8_t *)smem;                          /* stage s at s * mmw_stage_bytes(): X [BM][BK], W [BN][BK], B [BM/2][BK] */
     int8_t *As = St + WS_STAGES * mmw_stage_bytes();      /* [2][BM/2][BN]: the pairs' A rows, by tile parity */
     int8_t *Os = As + 2 * (BM / 2) * BN;                  /* [BM][OLD]: int8 results */
-    int *ts = (int *)(Os + BM * OLD);                     /* [BM]: sign * (x . B) */
-    uint64_t *full = (uint64_t *)(ts + BM), *empty = full + WS_STAGES, *aempty = empty + WS_STAGES, *turn = aempty + 2;
+    int *ts = (int *)(Os + BM * OLD);                     /* [2][BM]: sign * (x . B) (PERM: by tile parity) */
+    uint64_t *full = (uint64_t *)(ts + 2 * BM), *empty = full + WS_STAGES, *aempty = empty + WS_STAGES, *turn = aempty + 2;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
         for (int st = 0; st < WS_STAGES; st++) {
@@ -1254,8 +1344,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
     }
     /* consumers: warpgroup w = warp / 4 owns rows 64 w .. 64 w + 63 of every tile (w as a template
      * argument, so the descriptors are uniform values) */
-    if (warp < 4) mmw_consume<MODE, R, 0, EP>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
-    else mmw_consume<MODE, R, 1, EP>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
+    if (warp < 4) mmw_consume<MODE, R, 0, EP, PERM>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
+    else mmw_consume<MODE, R, 1, EP, PERM>(a, St, As, Os, ts, full, empty, aempty, turn, mine, per, KT, turns, tid);
 #else
     (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
 #endif
@@ -1579,11 +1669,11 @@ __global__ void __launch_bounds__(512, 1) rreg_kernel(RecChunk a) {
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     const int wg = warp >> 2, w4 = warp & 3, n = a.n, ps = a.pshift, s = a.s;
     const int c0 = wg * 64 + tig * 16; /* the thread's 16 columns */
-    /* resident weights: shared row o of the warpgroup's 64 holds output column 16 ((o >> 1) & 3) + 2 (o >> 3) + (o & 1) */
+    /* resident weights: shared row o holds output column wperm_row(o) (in the warpgroup's 64: 16 ((o >> 1) & 3) +
+     * 2 ((o >> 3) & 7) + (o & 1)) */
     for (int ch = tid; ch < 2 * H * H / 16; ch += NT) {
         const int mat = ch / (H * H / 16), rem = ch % (H * H / 16), o = rem / (H / 16), col = (rem % (H / 16)) * 16;
-        const int op = (o & ~63) | (((o >> 1) & 3) << 4) | (((o >> 3) & 7) << 1) | (o & 1);
-        cp_async16((mat ? Whs : Wfs) + (col >> 6) * H * 64 + wg_off(o, (col >> 4) & 3), (mat ? a.Uh : a.Uf) + (size_t)op * H + col, true);
+        cp_async16((mat ? Whs : Wfs) + (col >> 6) * H * 64 + wg_off(o, (col >> 4) & 3), (mat ? a.Uh : a.Uf) + (size_t)wperm_row(o) * H + col, true);
     }
     cp_commit();
     auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
@@ -1790,7 +1880,8 @@ __global__ void wgmma_probe(int *out) {
 static size_t mm_smem_bytes(int r) { return (size_t)mm_ts_offset(r > 0 ? r : 1) + (size_t)BM * (GPU_RMAX + 1) * 4; }
 
 /* update: apply the thresholded votes Z to n weights, count changes, clear Z */
-__global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w, unsigned long long *changed) {
+/* wp: NULL, or the permuted copy of the matrix w (K columns; wperm_dst), kept equal */
+__global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w, unsigned long long *changed, int8_t *wp, int K) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     unsigned long long ch = 0;
     if (i < n) {
@@ -1801,6 +1892,7 @@ __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w,
             int nw = egg_clip8(w[i] + (z > 0 ? 1 : -1));
             ch = nw != w[i];
             w[i] = (int8_t)nw;
+            if (wp) wp[(size_t)wperm_dst((int)(i / K)) * K + i % K] = (int8_t)nw;
         }
     }
     for (int off = 16; off; off >>= 1) ch += __shfl_xor_sync(0xffffffffu, ch, off);
@@ -1814,6 +1906,11 @@ __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w,
 /* the nm members' perturbed copies of LN weight vector w (H, a multiple of 4):
  * wp[m][k] = egg_vec_pert(w[k], n1[k], n2[k], +1 (m even) / -1 (m odd)) of pair m/2,
  * once per step, so the LN kernels (a row per member and timestep) only read them */
+/* the permuted copies of the matrices (wperm_row), from the parameters */
+__global__ void wperm_kernel(size_t n, int K, const int8_t *w, int8_t *wp) {
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) wp[i] = w[(size_t)wperm_row((int)(i / K)) * K + i % K];
+}
 __global__ void lnpert_kernel(int nm, int H, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff, int pshift,
                               int8_t *wp) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x, hw = H >> 2;
@@ -2262,6 +2359,9 @@ struct CudaImpl {
     const egg_model *m;
     int V, H, L, r, pshift, pop, group, m0, m1, dev;
     int8_t *params;           /* device copy of every parameter */
+    int8_t *wperm;            /* sm_90a with TMA: the matrices with 128-row blocks, rows permuted (wperm_row) for the mmw
+                                 kernel's direct epilogue, same offsets as params (NULL: none; EGG_CUDA_WPERM=0) */
+    std::vector<char> wp_ok;  /* per tensor: its permuted copy is kept in wperm */
     int8_t *noise;            /* [local pairs][pstride] */
     std::vector<size_t> noff; /* per tensor */
     size_t pstride;
@@ -2418,7 +2518,18 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
 #define MMW_GO(M)                                                                                                   \
     (a.r ? mmw_kernel<M, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)                                   \
          : mmw_kernel<M, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn))
-            if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
+            CUtensorMap tmp; /* W's permuted copy: the direct epilogue */
+            memset(&tmp, 0, sizeof tmp);
+            if (a.Wp && a.N % BN == 0 && tmap_2d(c->tmap_encode, &tmp, a.Wp, a.K, a.N, a.ldw, BN)) {
+                if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
+                    mmw_kernel<MODE_PLAIN, 1, 2, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift > 8)
+                    mmw_kernel<MODE_PLAIN, 1, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else if (mode == MODE_PLAIN && a.r) mmw_kernel<MODE_PLAIN, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else if (mode == MODE_PLAIN) mmw_kernel<MODE_PLAIN, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else if (a.r) mmw_kernel<MODE_RESID, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else mmw_kernel<MODE_RESID, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+            } else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
                 mmw_kernel<MODE_PLAIN, 1, 2><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
             else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift > 8)
                 mmw_kernel<MODE_PLAIN, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
@@ -2478,6 +2589,7 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
     memset(&a, 0, sizeof a);
     if (mx) { a.f = mx->f; a.xres = mx->xres; a.hs = mx->hs; a.rz = mx->rz; }
     a.X = X; a.ldx = t->cols; a.W = tp(c, id); a.ldw = t->cols;
+    a.Wp = c->wperm && c->wp_ok[id] ? c->wperm + t->off : NULL;
     a.M = rows; a.N = t->rows; a.K = t->cols; a.wrap = x->n / 2;
     a.s = egg_mm_shift((uint32_t)t->cols); a.pshift = c->pshift; a.r = noisy ? c->r : 0;
     a.noise = noisy ? c->noise : NULL; a.pstride = c->pstride; a.aoff = c->noff[id];
@@ -2762,7 +2874,8 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
             int rc = launch_mm(c, MODE_UPDATE, a, err);
             if (rc) return rc;
         }
-        upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Z, thr, w, c->changed);
+        upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Z, thr, w, c->changed,
+                                                                               c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols);
         CKL();
         prof_mark(c, t->kind == EGG_T_VEC ? P_UPD_VEC : P_UPD_MM);
     }
@@ -2836,11 +2949,23 @@ static int cuda_set_state(egg_backend *be, const int8_t *src, egg_err *err) {
                         cudaMemcpyHostToDevice));
     return 0;
 }
+/* the permuted copies of the matrices the forward's mmw GEMMs read (rows a multiple of 128, 16-byte rows), from params */
+static int wperm_fill(CudaImpl *c, egg_err *err) {
+    if (!c->wperm) return 0;
+    for (int id = 0; id < c->m->ntensors; id++) {
+        const egg_tensor *t = &c->m->t[id];
+        if (!c->wp_ok[id]) continue;
+        wperm_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, t->cols, c->params + t->off, c->wperm + t->off);
+        CKL();
+    }
+    CK(cudaStreamSynchronize(c->st));
+    return 0;
+}
 static int cuda_set_params(egg_backend *be, const egg_model *m, egg_err *err) {
     CudaImpl *c = (CudaImpl *)be->impl;
     CK(cudaSetDevice(c->dev));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
-    return 0;
+    return wperm_fill(c, err);
 }
 #ifdef EGG_HAVE_NCCL
 /* per-pair value of the last eval: sign of score(2k) - score(2k+1), or the difference */
@@ -2910,7 +3035,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->train.X) ctx_free(&c->train);
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
-    cudaFree(c->params); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
+    cudaFree(c->params); cudaFree(c->wperm); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
 #ifdef EGG_HAVE_NCCL
     if (c->have_comm) ncclCommDestroy(c->comm);
     cudaFree(c->xsend); cudaFree(c->xrecv);
@@ -3011,6 +3136,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     c->pop = cfg->pop; c->group = cfg->group; c->m0 = m0; c->m1 = m1; c->dev = dev;
     c->prof = getenv("EGG_PROFILE") && atoi(getenv("EGG_PROFILE")) > 0;
     c->noff.resize((size_t)m->ntensors);
+    c->wp_ok.assign((size_t)m->ntensors, 0);
     size_t off = 0;
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
@@ -3027,7 +3153,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     size_t fr = 0, total = 0;
     CK(cudaMemGetInfo(&fr, &total));
     const int tc = ctx_chunk(n, m->H, m->V, cfg->seq, chunk_budget());
-    size_t need = m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (2 + (size_t)m->L) + (size_t)tc * ctx_step_bytes(n, m->H, m->V) +
+    size_t need = 2 * m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (2 + (size_t)m->L) + (size_t)tc * ctx_step_bytes(n, m->H, m->V) +
                   (size_t)(m->H * 5 + m->V) * (size_t)(cfg->pop / 2 * cfg->rank * 2 + 32) + ((size_t)64 << 20);
     if (need > fr) {
         delete c;
@@ -3117,9 +3243,26 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             MMW_ATTR(MODE_PLAIN, 0) MMW_ATTR(MODE_PLAIN, 1) MMW_ATTR(MODE_RESID, 0) MMW_ATTR(MODE_RESID, 1) MMW_ATTR(MODE_UPDATE, 0)
             CK(cudaFuncSetAttribute(mmw_kernel<MODE_PLAIN, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
             CK(cudaFuncSetAttribute(mmw_kernel<MODE_PLAIN, 1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
+#define MMWP_ATTR(M, R, EP) CK(cudaFuncSetAttribute(mmw_kernel<M, R, EP, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
+            MMWP_ATTR(MODE_PLAIN, 1, 2) MMWP_ATTR(MODE_PLAIN, 1, 1) MMWP_ATTR(MODE_PLAIN, 1, 0) MMWP_ATTR(MODE_PLAIN, 0, 0)
+            MMWP_ATTR(MODE_RESID, 1, 0) MMWP_ATTR(MODE_RESID, 0, 0)
+#undef MMWP_ATTR
 #undef MMW_ATTR
             c->mmw_ctas = c->nsm; /* one CTA per SM */
             if (e && atoi(e) >= 2 && atoi(e) < c->mmw_ctas) c->mmw_ctas = atoi(e); /* EGG_CUDA_MMP=n: many tiles per CTA */
+            const char *ew = getenv("EGG_CUDA_WPERM");
+            if (!(ew && atoi(ew) == 0)) {
+                bool any = false;
+                for (int id = 0; id < m->ntensors; id++) {
+                    const egg_tensor *t = &m->t[id];
+                    c->wp_ok[id] = t->kind == EGG_T_MAT && id != EGG_T_EMB && t->rows % BN == 0 && t->cols % 16 == 0 && t->off % 16 == 0;
+                    any = any || c->wp_ok[id];
+                }
+                if (any) {
+                    CK(cudaMalloc(&c->wperm, m->nparams));
+                    if ((rc = wperm_fill(c, err))) { delete c; return rc; }
+                }
+            }
         }
         {
             const char *ec = getenv("EGG_CUDA_RCHUNK");
