@@ -47,7 +47,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # per-tile kernel; on sm_90a its X and W tiles come by TMA, EGG_CUDA_TMA=0: cp.async, and at rank 1
 # with members a multiple of 128 the pairs' noise rows too; else by cp.async); on an sm_90a build the recurrence at hidden 128/256 (rank <= 1) is one kernel
 # per layer and chunk that also applies EGG-LN2 (EGG_CUDA_LN2FUSE=0: the LN kernel at hidden 256;
-# at hidden 256 the pass runs on the MMA fragments in registers, EGG_CUDA_RREG=0: staged in shared memory)
+# the pass runs on the MMA fragments in registers, EGG_CUDA_RREG=0: staged in shared memory)
 # The warp-specialised GEMM reads a copy of each weight matrix with its rows permuted per 128 so that its
 # epilogue stores from the MMA fragments (EGG_CUDA_WPERM=0: staged in shared memory); the update keeps it equal.
 # (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136
@@ -89,6 +89,8 @@ configs=(
   "h160-r1-warp-specialised-partial-tiles|--hidden 160 --layers 2 --rank 1 --pop 256 --seq 5"
   "h256-r1-sigma5-warp-specialised-pert-shift-9|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 5 --sigma-shift 5"
   "h256-r1-rchunk-staged-pass|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 7|EGG_CUDA_RREG=0 EGG_CUDA_TCHUNK=3"
+  "h128-r1-rchunk-staged-pass|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 8|EGG_CUDA_RREG=0"
+  "h128-r1-sigma2-pert-shift-6|--hidden 128 --layers 2 --rank 1 --pop 130 --seq 7 --sigma-shift 2"
   "h128-r1-gemm-staged-epilogue|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_WPERM=0"
 )
 for gb in $gpus; do

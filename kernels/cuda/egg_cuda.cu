@@ -1650,21 +1650,21 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
  *   phase 1: MMA Uh.g; epilogue; h' = mix(f, c, h) into Xh, R = clip(h' + x); partial h'.B(Uf), |R|  | barrier
  * The rank-1 terms x.B sum four warpgroups' partials from shared memory after the barrier; the fused EGG-LN of R
  * (ln2) finishes one phase later, under the next timestep's phase-0 MMA (after the chunk: at its end). */
-#define RRA (256 + 64) /* As row pitch: the 4 pairs a warp's rows read cover the banks twice */
-__host__ __device__ constexpr int rreg_smem_bytes() { return 2 * 256 * 256 + 4 * RBM * 256 + 2 * 32 * RRA + 3 * RBM * 16; }
+/* As row pitch H + 64: the 4 pairs a warp's rows read cover the banks twice */
+template <int H> __host__ __device__ constexpr int rreg_smem_bytes() { return 2 * H * H + 4 * RBM * H + 2 * 32 * (H + 64) + 3 * RBM * 16; }
 __device__ __forceinline__ int dot16(int4 x, int4 b) {
     int t = __dp4a(x.x, b.x, 0);
     t = __dp4a(x.y, b.y, t); t = __dp4a(x.z, b.z, t);
     return __dp4a(x.w, b.w, t);
 }
-template <int R, int EP> /* EP: the epilogue, as rchunk_kernel's ep (R = 0: 0) */
-__global__ void __launch_bounds__(512, 1) rreg_kernel(RecChunk a) {
+template <int H, int R, int EP> /* EP: the epilogue, as rchunk_kernel's ep (R = 0: 0) */
+__global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
-    constexpr int H = 256, KT = 4, NT = 512, NW = 64;
+    constexpr int KT = H / 64, NT = rchunk_threads<H>(), NW = 64, RRA = H + 64;
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H, *Xh = Whs + H * H, *Gs = Xh + RBM * H, *Rs = Gs + RBM * H;
     int8_t *Fs = Rs + RBM * H, *As = Fs + RBM * H;   /* Fs: f + 127; As [2][32][RRA]: the pairs' A rows of Uf, Uh */
-    int4 *tsx = (int4 *)(As + 2 * 32 * RRA);          /* [2][RBM]: a row's x.B partials of the 4 warpgroups (h, g) */
+    int4 *tsx = (int4 *)(As + 2 * 32 * RRA);          /* [2][RBM]: a row's x.B partials of the H / 64 warpgroups (h, g) */
     int4 *lns = tsx + 2 * RBM;                        /* [RBM]: a row's sum |R| partials */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     const int wg = warp >> 2, w4 = warp & 3, n = a.n, ps = a.pshift, s = a.s;
@@ -1697,7 +1697,7 @@ __global__ void __launch_bounds__(512, 1) rreg_kernel(RecChunk a) {
         v += __shfl_xor_sync(0xffffffffu, v, 2);
         if (tig == 0) ((int *)(P + row))[wg] = v;
     };
-    auto sum4 = [](int4 v) { return v.x + v.y + v.z + v.w; };
+    auto sum4 = [](int4 v) { return H == 256 ? v.x + v.y + v.z + v.w : v.x + v.y; }; /* the warpgroups' slots */
     /* accumulators -> the MM result of row hr as int16-lane words: yl[w] = columns 4w, 4w + 1, yu[w] = 4w + 2, 4w + 3 */
     auto epi = [&](const int (&d)[NW / 2], int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
 #pragma unroll
@@ -1705,7 +1705,7 @@ __global__ void __launch_bounds__(512, 1) rreg_kernel(RecChunk a) {
             epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1], (unsigned)(&Av.x)[w],
                             t, s, ps, yl[w], yu[w]);
     };
-    const bool lnf = R > 0 && a.bpl != NULL;
+    const bool lnf = H == 128 || (R > 0 && a.bpl != NULL); /* EGG-LN2 here: always at H = 128 (as rchunk_kernel) */
     const size_t nH = (size_t)n * H;
     int d[NW / 2];
     for (int rb = blockIdx.x, nrb = (n + RBM - 1) / RBM; rb < nrb; rb += gridDim.x) {
@@ -1736,7 +1736,7 @@ __global__ void __launch_bounds__(512, 1) rreg_kernel(RecChunk a) {
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 const size_t gi = (size_t)gc[hr] * H + c0;
-                const int4 wl = __ldg((const int4 *)(a.bpl + gi)), rv = *(const int4 *)(Rs + sw(row[hr], c0));
+                const int4 wl = __ldg((const int4 *)(R > 0 ? a.bpl + gi : a.ln + c0)), rv = *(const int4 *)(Rs + sw(row[hr], c0));
                 const lnq dv = LNQ(egg_ln_div(sum4(lns[row[hr]]), H));
                 int4 xo;
 #pragma unroll
@@ -2374,7 +2374,8 @@ struct CudaImpl {
     int smem, nsm;
     int rchunk;               /* H = 128/256 on sm_90a: a chunk's recurrence in one launch (EGG_CUDA_RCHUNK=0: two GEMMs per timestep) */
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
-    int rreg;                 /* H = 256: the chunk recurrence in rreg_kernel (EGG_CUDA_RREG=0: rchunk_kernel) */
+    int rreg;                 /* the chunk recurrence in rreg_kernel (EGG_CUDA_RREG=0: rchunk_kernel) */
+    int rreg_ctas[2];         /* its CTAs per launch at H = 128, 256 */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     uint64_t *ekeys;          /* [pairs]: the embedding noise's keys of the step */
@@ -2634,8 +2635,8 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         CKL();
     }
     if (nz && c->lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
-                         * where a reader exists (the chunk recurrence at H = 256) */
-        const int vmax = H == 256 && c->rchunk && c->r <= 1 ? 4 * L : 2 * L;
+                         * where a reader exists (the chunk recurrence at H = 256, rreg_kernel at 128) */
+        const int vmax = (H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1 ? 4 * L : 2 * L;
         for (int v = 0; v <= vmax; v++) {
             const int id = v == 2 * L ? EGG_T_LNOUT(L)
                          : v < 2 * L  ? EGG_T_LAYER(v / 2, 0) + (v & 1 ? EGG_L_LN2 : EGG_L_LN1)
@@ -2688,16 +2689,21 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 if (nz && c->lnp) {
                     rc2.bpf = c->lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
                     rc2.bph = rc2.bpf + (size_t)n * H;
-                    if (H == 256 && c->ln2_fuse) rc2.bpl = c->lnp + (size_t)(2 * l + 1) * n * H;
+                    if (H == 128 || c->ln2_fuse) rc2.bpl = c->lnp + (size_t)(2 * l + 1) * n * H;
                 }
                 const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
-                if (H == 256 && c->rreg && (!nz || rc2.bpf)) { /* registers-resident pass (the perturbed biases of the step) */
-                    const int nr = nrb < c->nsm ? nrb : c->nsm;
-                    const int ep = rc2.s == 8 ? (c->pshift == 8 ? 2 : c->pshift > 8 ? 1 : 0) : 0;
-                    if (nz && ep == 2) rreg_kernel<1, 2><<<nr, 512, rreg_smem_bytes(), c->st>>>(rc2);
-                    else if (nz && ep == 1) rreg_kernel<1, 1><<<nr, 512, rreg_smem_bytes(), c->st>>>(rc2);
-                    else if (nz) rreg_kernel<1, 0><<<nr, 512, rreg_smem_bytes(), c->st>>>(rc2);
-                    else rreg_kernel<0, 0><<<nr, 512, rreg_smem_bytes(), c->st>>>(rc2);
+                /* the pass on the fragments where the step's perturbed biases (and at H = 128 LN2 weights) are at hand;
+                 * at H = 128 not with the epilogue of perturbation shifts > 8, which spills there */
+                const int ep = rc2.s == 8 ? (c->pshift == 8 ? 2 : c->pshift > 8 ? 1 : 0) : 0;
+                if (c->rreg && (!nz || (rc2.bpf && (H == 256 || (rc2.bpl && ep != 1))))) {
+                    const int nr = nrb < c->rreg_ctas[H == 256] ? nrb : c->rreg_ctas[H == 256];
+                    if (H == 256 && nz && ep == 2) rreg_kernel<256, 1, 2><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+                    else if (H == 256 && nz && ep == 1) rreg_kernel<256, 1, 1><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+                    else if (H == 256 && nz) rreg_kernel<256, 1, 0><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+                    else if (H == 256) rreg_kernel<256, 0, 0><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+                    else if (nz && ep == 2) rreg_kernel<128, 1, 2><<<nr, rchunk_threads<128>(), rreg_smem_bytes<128>(), c->st>>>(rc2);
+                    else if (nz) rreg_kernel<128, 1, 0><<<nr, rchunk_threads<128>(), rreg_smem_bytes<128>(), c->st>>>(rc2);
+                    else rreg_kernel<128, 0, 0><<<nr, rchunk_threads<128>(), rreg_smem_bytes<128>(), c->st>>>(rc2);
                 } else if (H == 256 && nz) rchunk_kernel<256, 1><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
                 else if (H == 256) rchunk_kernel<256, 0><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
                 else if (nz) rchunk_kernel<128, 1><<<nb, rchunk_threads<128>(), rchunk_smem_bytes<128>(), c->st>>>(rc2);
@@ -3277,11 +3283,16 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 c->rchunk_ctas[0] = (o1 > 0 ? o1 : 1) * c->nsm;
                 c->rchunk_ctas[1] = (o2 > 0 ? o2 : 1) * c->nsm;
                 const char *er = getenv("EGG_CUDA_RREG");
-                c->rreg = !(er && atoi(er) == 0) && (size_t)rreg_smem_bytes() <= prop.sharedMemPerBlockOptin;
+                c->rreg = !(er && atoi(er) == 0) && (size_t)rreg_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
                 if (c->rreg) {
-#define RREG_ATTR(R, EP) CK(cudaFuncSetAttribute(rreg_kernel<R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, rreg_smem_bytes()));
-                    RREG_ATTR(0, 0) RREG_ATTR(1, 0) RREG_ATTR(1, 1) RREG_ATTR(1, 2)
+#define RREG_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(rreg_kernel<HH, R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, rreg_smem_bytes<HH>()));
+                    RREG_ATTR(256, 0, 0) RREG_ATTR(256, 1, 0) RREG_ATTR(256, 1, 1) RREG_ATTR(256, 1, 2)
+                    RREG_ATTR(128, 0, 0) RREG_ATTR(128, 1, 0) RREG_ATTR(128, 1, 2)
 #undef RREG_ATTR
+                    int r1 = 0;
+                    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r1, rreg_kernel<128, 1, 2>, rchunk_threads<128>(), rreg_smem_bytes<128>()));
+                    c->rreg_ctas[0] = (r1 > 0 ? r1 : 1) * c->nsm;
+                    c->rreg_ctas[1] = c->nsm;
                 }
             }
         }
