@@ -685,21 +685,22 @@ __device__ __forceinline__ unsigned epi_quad_bytes(int v0, int v1, int u0, int u
     epi_quad<R, EP>(v0, v1, u0, u1, Aw, t, s, ps, l, h);
     return pack4(l, h);
 }
-/* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8), e = Wf.x, b = bf, h = state:
- * f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and p = f + 127 (0..254) */
-__device__ __forceinline__ unsigned rec_gate4(unsigned y, unsigned e, unsigned b, unsigned h, unsigned &p) {
-    const unsigned l = add2(clip2_add(add2(lo2(y), lo2(e)), lo2(b)), 0x007f007fu);
-    const unsigned u = add2(clip2_add(add2(hi2(y), hi2(e)), hi2(b)), 0x007f007fu);
+/* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8, as int16 lanes yl: bytes 0, 1, yu: 2, 3),
+ * e = Wf.x, b = bf, h = state: f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and
+ * p = f + 127 (0..254) */
+__device__ __forceinline__ unsigned rec_gate4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned h, unsigned &p) {
+    const unsigned l = add2(clip2_add(add2(yl, lo2(e)), lo2(b)), 0x007f007fu);
+    const unsigned u = add2(clip2_add(add2(yu, hi2(e)), hi2(b)), 0x007f007fu);
     p = pack4(l, u);
     /* ((f + 127) h) >> 8 is byte 1 of the product (|(f + 127) h| < 2^15) */
     return pack4i1(zx8<0>(p) * sx8<0>(h), zx8<1>(p) * sx8<1>(h), zx8<2>(p) * sx8<2>(h), zx8<3>(p) * sx8<3>(h));
 }
-/* phase 1 on four members' bytes: y = Uh.g, e = Wh.x, b = bh, p = f + 127 (rec_gate4), h = state, x = the layer's
- * input: c = clip8(y + e + b), h' = clip8(h + (((f + 127)(c - h)) >> 8)) (egg_gru_mix), returned as two int16-lane
- * words; r = clip8(h' + x) as bytes */
-__device__ __forceinline__ void rec_mix4(unsigned y, unsigned e, unsigned b, unsigned p, unsigned h, unsigned x, unsigned &hl,
-                                         unsigned &hu, unsigned &r) {
-    const unsigned cl = clip2_add(add2(lo2(y), lo2(e)), lo2(b)), cu = clip2_add(add2(hi2(y), hi2(e)), hi2(b));
+/* phase 1 on four members' bytes: y = Uh.g (as int16 lanes yl, yu), e = Wh.x, b = bh, p = f + 127 (rec_gate4),
+ * h = state, x = the layer's input: c = clip8(y + e + b), h' = clip8(h + (((f + 127)(c - h)) >> 8)) (egg_gru_mix),
+ * returned as two int16-lane words; r = clip8(h' + x) as bytes */
+__device__ __forceinline__ void rec_mix4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned p, unsigned h, unsigned x,
+                                         unsigned &hl, unsigned &hu, unsigned &r) {
+    const unsigned cl = clip2_add(add2(yl, lo2(e)), lo2(b)), cu = clip2_add(add2(yu, hi2(e)), hi2(b));
     /* t = (f + 127)(c - h) + 256 h: bytes 1, 2 of t are h + (((f + 127)(c - h)) >> 8), which fits 16 bits */
     const int t0 = (lane0(cl) - sx8<0>(h)) * zx8<0>(p) + sx8_8<0>(h);
     const int t1 = (lane1(cl) - sx8<1>(h)) * zx8<1>(p) + sx8_8<1>(h);
@@ -1380,6 +1381,26 @@ struct RecChunk {
     int n, tc, s, pshift;
 };
 template <int H> __host__ __device__ constexpr int rchunk_threads() { return 128 * (H / 64); }
+#ifdef MMP_WGMMA
+/* a recurrence phase's MMA: d = Op . Ws^T for the warpgroup's 64 output rows of Ws (both [H/64 k-slices][rows][64],
+ * swizzled); the descriptors are offsets from the first (the low word is the address / 16, below 2^14), whose
+ * shared addresses come through asm volatile: hoisted out of the timestep loop, all 16 descriptors would hold 64
+ * registers and spill */
+template <int H>
+__device__ __forceinline__ void rec_mma(int (&d)[32], const int8_t *Op, const int8_t *Ws, int wg) {
+    unsigned ox, ow;
+    asm volatile("mov.u32 %0, %1;" : "=r"(ox) : "r"((unsigned)__cvta_generic_to_shared(Op)));
+    asm volatile("mov.u32 %0, %1;" : "=r"(ow) : "r"((unsigned)__cvta_generic_to_shared(Ws) + wg * 64 * 64));
+    const uint64_t dx = wg_desc(ox), dw = wg_desc(ow);
+    wg_fence();
+#pragma unroll
+    for (int kt = 0; kt < H / 64; kt++) {
+        wg_mma_s8(d, dx + kt * (RBM * 64 / 16), dw + kt * (H * 64 / 16), kt > 0);
+        wg_mma_s8(d, dx + kt * (RBM * 64 / 16) + 2, dw + kt * (H * 64 / 16) + 2);
+    }
+    wg_commit();
+}
+#endif
 /* H = 128 has room for its own X tile and the members' perturbed biases (bf, bh, ln2) */
 template <int H> __host__ __device__ constexpr bool rchunk_sep() { return H == 128; }
 template <int H> __host__ __device__ constexpr int rchunk_smem_bytes() {
@@ -1449,17 +1470,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
         if (lead) ts[row] = (gm & 1) ? -t : t;
         if (rzn && lead) rzs[row] = (uint8_t)rz;
     };
-    /* the descriptors as offsets from the tile's first (the low word is the address / 16, below 2^14) */
-    auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) {
-        const uint64_t dx = wg_desc((unsigned)__cvta_generic_to_shared(Op)), dw = wg_desc((unsigned)__cvta_generic_to_shared(Ws) + wg * NW * 64);
-        wg_fence();
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++) {
-            wg_mma_s8(d, dx + kt * (RBM * 64 / 16), dw + kt * (H * 64 / 16), kt > 0);
-            wg_mma_s8(d, dx + kt * (RBM * 64 / 16) + 2, dw + kt * (H * 64 / 16) + 2);
-        }
-        wg_commit();
-    };
+    auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) { rec_mma<H>(d, Op, Ws, wg); };
     /* accumulators -> int8 MM results y at Ys (A rows of the pairs at Ap) */
     const int ep = s == 8 ? (ps == 8 ? 2 : ps > 8 ? 1 : 0) : 0; /* epi_pair8 (K = H = 256) */
     auto frag = [&](const int (&d)[NW / 2], int8_t *Ys, const int8_t *Ap) {
@@ -1574,11 +1585,11 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                         const unsigned hw = (unsigned)(&h.v.x)[w];
                         if (ph == 0) {
                             unsigned pw;
-                            (&o2.v.x)[w] = (int)rec_gate4(yw, ew, bw, hw, pw);
+                            (&o2.v.x)[w] = (int)rec_gate4(lo2(yw), hi2(yw), ew, bw, hw, pw);
                             (&o1.v.x)[w] = (int)pw;
                         } else {
                             unsigned hl, hu, rw;
-                            rec_mix4(yw, ew, bw, (unsigned)(&f.v.x)[w], hw, (unsigned)(&xr.v.x)[w], hl, hu, rw);
+                            rec_mix4(lo2(yw), hi2(yw), ew, bw, (unsigned)(&f.v.x)[w], hw, (unsigned)(&xr.v.x)[w], hl, hu, rw);
                             (&o1.v.x)[w] = reset ? 0 : (int)pack4(hl, hu);
                             (&o2.v.x)[w] = (int)rw;
                         }
@@ -1660,7 +1671,7 @@ __device__ __forceinline__ int dot16(int4 x, int4 b) {
 template <int H, int R, int EP> /* EP: the epilogue, as rchunk_kernel's ep (R = 0: 0) */
 __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
-    constexpr int KT = H / 64, NT = rchunk_threads<H>(), NW = 64, RRA = H + 64;
+    constexpr int NT = rchunk_threads<H>(), NW = 64, RRA = H + 64;
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H, *Xh = Whs + H * H, *Gs = Xh + RBM * H, *Rs = Gs + RBM * H;
     int8_t *Fs = Rs + RBM * H, *As = Fs + RBM * H;   /* Fs: f + 127; As [2][32][RRA]: the pairs' A rows of Uf, Uh */
@@ -1677,20 +1688,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
     }
     cp_commit();
     auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
-    auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) {
-        /* the addresses through asm volatile: hoisted out of the timestep loop, the 16 descriptors would hold 64 registers */
-        unsigned ox, ow;
-        asm volatile("mov.u32 %0, %1;" : "=r"(ox) : "r"((unsigned)__cvta_generic_to_shared(Op)));
-        asm volatile("mov.u32 %0, %1;" : "=r"(ow) : "r"((unsigned)__cvta_generic_to_shared(Ws) + wg * NW * 64));
-        const uint64_t dx = wg_desc(ox), dw = wg_desc(ow);
-        wg_fence();
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++) {
-            wg_mma_s8(d, dx + kt * (RBM * 64 / 16), dw + kt * (H * 64 / 16), kt > 0);
-            wg_mma_s8(d, dx + kt * (RBM * 64 / 16) + 2, dw + kt * (H * 64 / 16) + 2);
-        }
-        wg_commit();
-    };
+    auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) { rec_mma<H>(d, Op, Ws, wg); };
     /* the row's partial over this thread's 16 columns, summed over the 4 lanes of the row, into slot wg of P[row] */
     auto partial = [&](int4 *P, int row, int v) {
         v += __shfl_xor_sync(0xffffffffu, v, 1);
@@ -1780,11 +1778,16 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             if (lnf && t > 0) ln_out(tb - nH); /* EGG-LN of the previous timestep's R */
             int tt[2];
             int4 Av[2];
+            /* phase ph's rank-1 terms: the rows' sign * (x . B) from the warpgroups' partials, A under the MMA (EP = 2) */
+            auto terms = [&](int phase) {
 #pragma unroll
-            for (int hr = 0; hr < 2; hr++) {
-                tt[hr] = R > 0 ? ((row[hr] & 1) ? -sum4(tsx[row[hr]]) : sum4(tsx[row[hr]])) : 0;
-                if (EP == 2) Av[hr] = aload(0, hr);
-            }
+                for (int hr = 0; hr < 2; hr++) {
+                    const int t = R > 0 ? sum4(tsx[phase * RBM + row[hr]]) : 0;
+                    tt[hr] = (row[hr] & 1) ? -t : t;
+                    if (EP == 2) Av[hr] = aload(phase, hr);
+                }
+            };
+            terms(0);
             wg_wait<0>();
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
@@ -1794,12 +1797,9 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
 #pragma unroll
                 for (int w = 0; w < 4; w++) {
-                    const unsigned ew = (unsigned)(&ef[hr].x)[w], bw = (unsigned)(&pf[hr].x)[w], hw = (unsigned)(&hv.x)[w];
-                    const unsigned l = add2(clip2_add(add2(yl[w], lo2(ew)), lo2(bw)), 0x007f007fu);
-                    const unsigned u = add2(clip2_add(add2(yu[w], hi2(ew)), hi2(bw)), 0x007f007fu);
-                    const unsigned p = pack4(l, u); /* f + 127 */
+                    unsigned p; /* f + 127 */
+                    (&gv.x)[w] = (int)rec_gate4(yl[w], yu[w], (unsigned)(&ef[hr].x)[w], (unsigned)(&pf[hr].x)[w], (unsigned)(&hv.x)[w], p);
                     (&pv.x)[w] = (int)p;
-                    (&gv.x)[w] = (int)pack4i1(zx8<0>(p) * sx8<0>(hw), zx8<1>(p) * sx8<1>(hw), zx8<2>(p) * sx8<2>(hw), zx8<3>(p) * sx8<3>(hw));
                 }
                 *(int4 *)(Gs + sw(row[hr], c0)) = gv;
                 *(int4 *)(Fs + sw(row[hr], c0)) = pv;
@@ -1816,9 +1816,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 xv[hr] = __ldg((const int4 *)(a.X + gi));
                 rz[hr] = rzn[gc[hr]];
                 ph[hr] = pload(hr, 1);
-                tt[hr] = R > 0 ? ((row[hr] & 1) ? -sum4(tsx[RBM + row[hr]]) : sum4(tsx[RBM + row[hr]])) : 0;
-                if (EP == 2) Av[hr] = aload(1, hr);
             }
+            terms(1);
             wg_wait<0>();
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
@@ -1829,16 +1828,9 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 int sa = 0;
 #pragma unroll
                 for (int w = 0; w < 4; w++) {
-                    const unsigned ew = (unsigned)(&eh[hr].x)[w], bw = (unsigned)(&ph[hr].x)[w], p = (unsigned)(&pv.x)[w];
-                    const unsigned h = (unsigned)(&hv.x)[w], x = (unsigned)(&xv[hr].x)[w];
-                    const unsigned cl = clip2_add(add2(yl[w], lo2(ew)), lo2(bw)), cu = clip2_add(add2(yu[w], hi2(ew)), hi2(bw));
-                    const int t0 = (lane0(cl) - sx8<0>(h)) * zx8<0>(p) + sx8_8<0>(h);
-                    const int t1 = (lane1(cl) - sx8<1>(h)) * zx8<1>(p) + sx8_8<1>(h);
-                    const int t2 = (lane0(cu) - sx8<2>(h)) * zx8<2>(p) + sx8_8<2>(h);
-                    const int t3 = (lane1(cu) - sx8<3>(h)) * zx8<3>(p) + sx8_8<3>(h);
-                    const unsigned hl = clip2_add(prmt<0x6521>((unsigned)t0, (unsigned)t1), 0);
-                    const unsigned hu = clip2_add(prmt<0x6521>((unsigned)t2, (unsigned)t3), 0);
-                    const unsigned r = pack4(clip2_add(hl, lo2(x)), clip2_add(hu, hi2(x)));
+                    unsigned hl, hu, r;
+                    rec_mix4(yl[w], yu[w], (unsigned)(&eh[hr].x)[w], (unsigned)(&ph[hr].x)[w], (unsigned)(&pv.x)[w], (unsigned)(&hv.x)[w],
+                             (unsigned)(&xv[hr].x)[w], hl, hu, r);
                     (&ho.x)[w] = rz[hr] ? 0 : (int)pack4(hl, hu);
                     (&ro.x)[w] = (int)r;
                     if (lnf) {
