@@ -1649,9 +1649,10 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
     (void)a; /* not launched: the host checks wgmma_probe first */
 #endif
 }
-/* The H = 256 recurrence with every thread's outputs in registers (sm_90a, rank <= 1; EGG_CUDA_RREG=0: rchunk_kernel).
- * Same CTA shape as rchunk_kernel<256> (4 warpgroups of 64 output columns, Uf and Uh resident, row blocks of 64
- * members), but the rows of Uf and Uh sit in shared memory permuted so that a thread's wgmma accumulators, columns
+/* The chunk recurrence at H = 128 and 256 with every thread's outputs in registers (sm_90a, rank <= 1;
+ * EGG_CUDA_RREG=0: rchunk_kernel). Same CTA shape as rchunk_kernel<H> (H / 64 warpgroups of 64 output columns, Uf
+ * and Uh resident, row blocks of 64 members; two CTAs per SM at H = 128), but the rows of Uf and Uh sit in shared
+ * memory permuted (wperm_row) so that a thread's wgmma accumulators, columns
  * 8 jn + 2 tig (+1) of its warpgroup's 64, are the 16 adjacent columns 16 tig .. 16 tig + 15 of the output: the
  * epilogue and the element-wise pass run on the fragments themselves, with no staging tile and no pass over it.
  * A thread owns rows w4 16 + gid (+8) and those 16 columns for the whole chunk: it alone writes and reads them in
@@ -1659,7 +1660,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
  * noise from global memory under the MMAs; each timestep is
  *   phase 0: MMA Uf.h; epilogue; f = clip(.. + Wf.x + bf), g = gate(f, h) into Gs; partial g.B(Uh)   | barrier
  *   phase 1: MMA Uh.g; epilogue; h' = mix(f, c, h) into Xh, R = clip(h' + x); partial h'.B(Uf), |R|  | barrier
- * The rank-1 terms x.B sum four warpgroups' partials from shared memory after the barrier; the fused EGG-LN of R
+ * The rank-1 terms x.B sum the warpgroups' partials from shared memory after the barrier; the fused EGG-LN of R
  * (ln2) finishes one phase later, under the next timestep's phase-0 MMA (after the chunk: at its end). */
 /* As row pitch H + 64: the 4 pairs a warp's rows read cover the banks twice */
 template <int H> __host__ __device__ constexpr int rreg_smem_bytes() { return 2 * H * H + 4 * RBM * H + 2 * 32 * (H + 64) + 3 * RBM * 16; }
