@@ -780,9 +780,10 @@ __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, cons
 /* mmw_kernel's PERM epilogue: with W's rows permuted in each 128-row block (wperm_row), a thread's accumulators
  * of row ml are the output columns 64 q + 16 tig .. + 15 (q = 0, 1), so they go to global memory from registers,
  * with no staging tile. The lanes of rows gid, gid ^ 1 swap one 16-byte run (shfl_xor 4) so that each store
- * writes 4 whole 128-byte rows (8 lanes a row, as the staged epilogue's stores; 64-byte pieces of 8 rows per store
- * made up's GEMM 15% slower): store k of an even row's lane is row gid + k, columns 16 tig .. + 15, of an odd
- * row's lane row gid - 1 + k, columns 64 + 16 tig .. + 15 (RESID: the residual loaded as ot[2 hr + k] that way) */
+ * writes 4 whole 128-byte rows (8 lanes a row, as the staged epilogue's stores): store k of an even row's lane is
+ * row gid + k, columns 16 tig .. + 15, of an odd row's lane row gid - 1 + k, columns 64 + 16 tig .. + 15 (RESID:
+ * the residual loaded as ot[2 hr + k] that way). The A rows are read and released first: the producer waits on
+ * that release before every load of the tile two on (released after the stores, up's GEMM ran 20% slower) */
 __device__ __forceinline__ int4 shfl_xor4(int4 v, int m) {
     v.x = __shfl_xor_sync(0xffffffffu, v.x, m); v.y = __shfl_xor_sync(0xffffffffu, v.y, m);
     v.z = __shfl_xor_sync(0xffffffffu, v.z, m); v.w = __shfl_xor_sync(0xffffffffu, v.w, m);
