@@ -835,6 +835,12 @@ __device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[6
         }
 }
 #endif
+/* x . b over 16 bytes */
+__device__ __forceinline__ int dot16(int4 x, int4 b) {
+    int t = __dp4a(x.x, b.x, 0);
+    t = __dp4a(x.y, b.y, t); t = __dp4a(x.z, b.z, t);
+    return __dp4a(x.w, b.w, t);
+}
 /* t + x . b over 32 bytes (x0 x1, b0 b1) */
 __device__ __forceinline__ int dp4a_16x2(int4 x0, int4 x1, int4 b0, int4 b1, int t) {
     t = __dp4a(x0.x, b0.x, t); t = __dp4a(x0.y, b0.y, t); t = __dp4a(x0.z, b0.z, t); t = __dp4a(x0.w, b0.w, t);
@@ -1462,7 +1468,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
             for (int i = 0; i < 2; i++) {
                 const int k = (pb + i * (KT / 2)) * 64 + (lane & 3) * 16;
                 const int4 xv = *(const int4 *)(Op + sw(row, k)), bv = __ldg((const int4 *)(B + k));
-                t = __dp4a(xv.x, bv.x, t); t = __dp4a(xv.y, bv.y, t); t = __dp4a(xv.z, bv.z, t); t = __dp4a(xv.w, bv.w, t);
+                t += dot16(xv, bv);
             }
         }
         t += __shfl_xor_sync(0xffffffffu, t, 1);
@@ -1665,11 +1671,6 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
  * (ln2) finishes one phase later, under the next timestep's phase-0 MMA (after the chunk: at its end). */
 /* As row pitch H + 64: the 4 pairs a warp's rows read cover the banks twice */
 template <int H> __host__ __device__ constexpr int rreg_smem_bytes() { return 2 * H * H + 4 * RBM * H + 2 * 32 * (H + 64) + 3 * RBM * 16; }
-__device__ __forceinline__ int dot16(int4 x, int4 b) {
-    int t = __dp4a(x.x, b.x, 0);
-    t = __dp4a(x.y, b.y, t); t = __dp4a(x.z, b.z, t);
-    return __dp4a(x.w, b.w, t);
-}
 template <int H, int R, int EP> /* EP: the epilogue, as rchunk_kernel's ep (R = 0: 0) */
 __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
@@ -1886,7 +1887,10 @@ __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w,
             int nw = egg_clip8(w[i] + (z > 0 ? 1 : -1));
             ch = nw != w[i];
             w[i] = (int8_t)nw;
-            if (wp) wp[(size_t)wperm_dst((int)(i / K)) * K + i % K] = (int8_t)nw;
+            if (wp) { /* 32-bit index math: a matrix is below 2^31 bytes */
+                const uint32_t o = (uint32_t)i / (uint32_t)K, k = (uint32_t)i - o * (uint32_t)K;
+                wp[(size_t)wperm_dst((int)o) * K + k] = (int8_t)nw;
+            }
         }
     }
     for (int off = 16; off; off >>= 1) ch += __shfl_xor_sync(0xffffffffu, ch, off);
