@@ -1359,6 +1359,170 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __gr
 #endif
 }
 
+/* The PLAIN GEMMs with K = 128 or 256 (Wf, Wh, up, head: X is an EGG-LN's output) with W's permuted copy, whole
+ * row blocks per CTA, each tile's epilogue under the next tile's MMAs. In mmw_kernel a tile's epilogue (64 outputs
+ * a thread at one warp per scheduler: ~2500 cycles) outlasts the other warpgroup's MMAs (~640), and each of a row
+ * block's N tiles loads the block's X and B rows again (up: 88 KB a tile, near L2's bandwidth). Here
+ *  - a CTA takes whole row blocks: their X rows [K/64][BM][BK] and B rows [K/64][64][BK] load once into a resident
+ *    buffer (two, by row-block parity: the next row block's load runs under this one's tiles); sign * (x . B) comes
+ *    from an m64n32k32 per k32 on the row block's first tile; only W and the tile's A rows go through the stages;
+ *  - a warpgroup issues tile it + 1's MMAs before tile it's epilogue, which works on a copy of the accumulators
+ *    (reading them after wgmma.wait_group 1, while the next tile's MMAs run, made ptxas serialise every wgmma);
+ *  - the tiles' A rows take a ring of MX_AS buffers: with two, the producer waited on the epilogue two tiles back
+ *    before any later load, and the consumers then waited on their stages.
+ * Same MMAs (rows and columns) and epilogue (wg_frag_direct) as mmw_kernel. */
+#ifndef MX_STAGES
+#define MX_STAGES 10
+#endif
+#define MX_AS 4 /* tiles' A-row buffers: the producer loads tile it's after tile it - MX_AS's epilogue read its own */
+__host__ __device__ constexpr int mmx_smem_bytes() {
+    return MX_STAGES * BN * BK + 2 * 4 * BM * BK + 2 * 4 * (BM / 2) * BK + MX_AS * (BM / 2) * BN + 2 * BM * 4 + (2 * MX_STAGES + 4 + MX_AS) * 8;
+}
+#ifdef MMP_WGMMA
+template <int R, int w, int EP, int KT>
+struct MmxConsumer {
+    const MMArgs &a;
+    const int8_t *As;
+    int *ts;
+    uint64_t *full, *empty, *xfull, *xempty, *aempty;
+    int nrb, warp, gid, tig;
+    uint64_t dx0, dw0, db0;
+    unsigned st = 0, ph = 0, rst = 0; /* the next stage to issue from, its phase; the next stage to release */
+    /* tile (row block q, N tile ni): its k-steps' MMAs and x . B as one group */
+    __device__ __forceinline__ void issue(int q, int ni, int (&d)[64], int (&dt)[16]) {
+        const unsigned xo = (unsigned)((q & 1) * 4) * (BM * BK >> 4), bo = (unsigned)((q & 1) * 4) * ((BM / 2) * BK >> 4);
+        if (ni == 0) mbar_wait(xfull + (q & 1), (unsigned)(q >> 1) & 1);
+#pragma unroll
+        for (int kt = 0; kt < KT; kt++) {
+            mbar_wait(full + st, ph);
+            const unsigned so = st * (BN * BK >> 4);
+            wg_fence();
+            if (R > 0 && ni == 0) { /* x . B of the row block's 64 rows against the warpgroup's 32 pairs */
+                wg_mma_s8(dt, dx0 + xo + kt * (BM * BK >> 4), db0 + bo + kt * ((BM / 2) * BK >> 4), kt > 0);
+                wg_mma_s8(dt, dx0 + xo + kt * (BM * BK >> 4) + 2, db0 + bo + kt * ((BM / 2) * BK >> 4) + 2);
+            }
+            wg_mma_s8(d, dx0 + xo + kt * (BM * BK >> 4), dw0 + so, kt > 0);
+            wg_mma_s8(d, dx0 + xo + kt * (BM * BK >> 4) + 2, dw0 + so + 2);
+            if (++st == MX_STAGES) st = 0, ph ^= 1;
+        }
+        wg_commit();
+    }
+    /* the tile's MMAs done: its stages released, its accumulators copied out (opaque moves: the compiler keeps
+     * them after the wait, and the copies are no accumulators of the next tile's MMAs) */
+    __device__ __forceinline__ void retire(int q, int ni, const int (&d)[64], const int (&dt)[16], int (&e)[64]) {
+        wg_wait<0>();
+#pragma unroll
+        for (int kt = 0; kt < KT; kt++) {
+            mbar_arrive(empty + rst);
+            if (++rst == MX_STAGES) rst = 0;
+        }
+        if (ni == a.ntn - 1) mbar_arrive(xempty + (q & 1)); /* the row block's X and B rows are read */
+#pragma unroll
+        for (int i = 0; i < 64; i++) asm volatile("mov.b32 %0, %1;" : "=r"(e[i]) : "r"(d[i]));
+        if (R > 0 && ni == 0) { /* a warp's ts rows are its own fragment rows */
+            wg_ts(dt, ts + (q & 1) * BM, warp, gid, tig);
+            __syncwarp();
+        }
+    }
+    __device__ __forceinline__ void epilogue(int it, int q, int ni, const int (&e)[64]) {
+        const int4 ot[4] = {}; /* PLAIN: no residual */
+        wg_frag_direct<MODE_PLAIN, R, EP>(a, e, As + (it % MX_AS) * (BM / 2) * BN, ts + (q & 1) * BM, ((int)blockIdx.x + q * (int)gridDim.x) * BM,
+                                          ni * BN, warp, gid, tig, ot, aempty + it % MX_AS);
+    }
+};
+/* a warpgroup's tiles: tile it + 1's MMAs run under tile it's epilogue, which works on a copy of its accumulators */
+template <int R, int w, int EP, int KT>
+__device__ __forceinline__ void mmx_consume(const MMArgs &a, const int8_t *Ws, const int8_t *Xr, const int8_t *Br, const int8_t *As, int *ts,
+                                            uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty, uint64_t *aempty,
+                                            int nrb, int tid) {
+    const int lane = tid & 31;
+    MmxConsumer<R, w, EP, KT> c{a, As, ts, full, empty, xfull, xempty, aempty, nrb, tid >> 5, lane >> 2, lane & 3,
+                                wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), wg_desc((unsigned)__cvta_generic_to_shared(Ws)),
+                                wg_desc((unsigned)__cvta_generic_to_shared(Br) + w * 32 * BK)};
+    int d[64], dt[16], e[64];
+    const int T = nrb * a.ntn;
+    int q = 0, ni = 0;
+    c.issue(q, ni, d, dt);
+    for (int it = 0; it < T; it++) {
+        c.retire(q, ni, d, dt, e);
+        const int pq = q, pn = ni;
+        if (++ni == a.ntn) ni = 0, q++;
+        if (it + 1 < T) c.issue(q, ni, d, dt);
+        c.epilogue(it, pq, pn, e);
+    }
+}
+#endif
+#define MX_THREADS (3 * 128) /* two consumer warpgroups, a producer warpgroup (setmaxnreg: its registers go to the consumers) */
+template <int R, int EP, int KT>
+__global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
+                                                            const __grid_constant__ CUtensorMap tmw,
+                                                            const __grid_constant__ CUtensorMap tmb,
+                                                            const __grid_constant__ CUtensorMap tmn) {
+#ifdef MMP_WGMMA
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *Ws = (int8_t *)smem;                  /* stage s: W [BN][BK] */
+    int8_t *Xr = Ws + MX_STAGES * BN * BK;        /* [2][4][BM][BK]: the row block's X rows, by row-block parity */
+    int8_t *Br = Xr + 2 * 4 * BM * BK;            /* [2][4][BM/2][BK]: its pairs' B rows */
+    int8_t *As = Br + 2 * 4 * (BM / 2) * BK;      /* [MX_AS][BM/2][BN]: the tile's pairs' A rows, tile it's in buffer it % MX_AS */
+    int *ts = (int *)(As + MX_AS * (BM / 2) * BN);    /* [2][BM]: sign * (x . B), by row-block parity */
+    uint64_t *full = (uint64_t *)(ts + 2 * BM), *empty = full + MX_STAGES, *xfull = empty + MX_STAGES, *xempty = xfull + 2,
+             *aempty = xempty + 2;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    if (tid == 0) {
+        for (int st = 0; st < MX_STAGES; st++) {
+            mbar_init(full + st, 1);
+            mbar_init(empty + st, 256); /* every consumer thread, after its warpgroup's MMAs on the stage are done */
+        }
+        for (int u = 0; u < 2; u++) {
+            mbar_init(xfull + u, 1);
+            mbar_init(xempty + u, 256);
+        }
+        for (int u = 0; u < MX_AS; u++) mbar_init(aempty + u, 256);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int G = (int)gridDim.x; /* KT = K / BK (launch_mm) */
+    const int nrb = (int)blockIdx.x < a.mtn ? (a.mtn - 1 - (int)blockIdx.x) / G + 1 : 0; /* this CTA's row blocks */
+    if (warp >= 8) { /* producer: one thread walks the row blocks and their tiles' k-steps */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        if (warp == 8 && lane == 0) {
+            int j = 0, it = 0;
+            for (int q = 0; q < nrb; q++) {
+                const int m0 = ((int)blockIdx.x + q * G) * BM, u = q & 1;
+                const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
+                if (q >= 2) mbar_wait(xempty + u, (unsigned)((q >> 1) - 1) & 1);
+                mbar_expect_tx(xfull + u, KT * BM * BK + (R > 0 ? KT * (BM / 2) * BK : 0));
+                for (int kt = 0; kt < KT; kt++) {
+                    tma_load_2d(Xr + (u * 4 + kt) * BM * BK, &tmx, kt * BK, m0, xfull + u);
+                    if (R > 0) { /* B boxes of 32 pairs */
+                        const int kb = (int)(a.aoff + a_span(1, a.N)) + kt * BK;
+                        int8_t *bb = Br + (u * 4 + kt) * (BM / 2) * BK;
+                        tma_load_2d(bb, &tmb, kb, p0, xfull + u);
+                        tma_load_2d(bb + 32 * BK, &tmb, kb, p0 + 32, xfull + u);
+                    }
+                }
+                for (int ni = 0; ni < a.ntn; ni++, it++)
+                    for (int kt = 0; kt < KT; kt++, j++) {
+                        const int st = j % MX_STAGES;
+                        if (j >= MX_STAGES) mbar_wait(empty + st, (unsigned)(j / MX_STAGES - 1) & 1);
+                        if (R > 0 && kt == 0 && it >= MX_AS) mbar_wait(aempty + it % MX_AS, (unsigned)(it / MX_AS - 1) & 1);
+                        mbar_expect_tx(full + st, BN * BK + (R > 0 && kt == 0 ? (BM / 2) * BN : 0));
+                        tma_load_2d(Ws + st * BN * BK, &tmw, kt * BK, ni * BN, full + st);
+                        if (R > 0 && kt == 0) tma_load_2d(As + (it % MX_AS) * (BM / 2) * BN, &tmn, (int)a.aoff + ni * BN, p0, full + st);
+                    }
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    if (nrb == 0) return;
+    if (warp < 4) mmx_consume<R, 0, EP, KT>(a, Ws, Xr, Br, As, ts, full, empty, xfull, xempty, aempty, nrb, tid);
+    else mmx_consume<R, 1, EP, KT>(a, Ws, Xr, Br, As, ts, full, empty, xfull, xempty, aempty, nrb, tid);
+#else
+    (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
+#endif
+}
+
 /* ------------------------------------------------ fused recurrence */
 #define RBM 64 /* members per row block */
 /* The minGRU recurrence of one layer over a whole chunk of timesteps at H = 128
@@ -2383,6 +2547,7 @@ struct CudaImpl {
 #ifdef EGG_MMP
     PFN_cuTensorMapEncodeTiled_v12000 tmap_encode; /* sm_90a: its X and W tiles by TMA (NULL: cp.async; EGG_CUDA_TMA=0) */
     int mmw_ctas;             /* sm_90a with TMA: PLAIN/RESID in the warp-specialised mmw_kernel, CTAs per launch (0: mmp; EGG_CUDA_WS=0) */
+    bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
 #endif
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
     cudaGraph_t graph;        /* the training forward (all timesteps), captured once */
@@ -2520,7 +2685,17 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
             CUtensorMap tmp; /* W's permuted copy: the direct epilogue */
             memset(&tmp, 0, sizeof tmp);
             if (a.Wp && a.N % BN == 0 && tmap_2d(c->tmap_encode, &tmp, a.Wp, a.K, a.N, a.ldw, BN)) {
-                if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
+                const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas, smx = mmx_smem_bytes();
+                if (mode == MODE_PLAIN && (a.K == 256 || a.K == 128) && c->mmx) { /* whole row blocks, X and B rows loaded once */
+#define MMX_GO(KT)                                                                                                  \
+    (a.r && a.s == 8 && a.pshift == 8  ? mmx_kernel<1, 2, KT><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn)  \
+     : a.r && a.s == 8 && a.pshift > 8 ? mmx_kernel<1, 1, KT><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn)  \
+     : a.r                             ? mmx_kernel<1, 0, KT><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn)  \
+                                       : mmx_kernel<0, 0, KT><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn))
+                    if (a.K == 256) MMX_GO(4);
+                    else MMX_GO(2);
+#undef MMX_GO
+                } else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
                     mmw_kernel<MODE_PLAIN, 1, 2, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift > 8)
                     mmw_kernel<MODE_PLAIN, 1, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
@@ -3252,6 +3427,14 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             MMWP_ATTR(MODE_RESID, 1, 0) MMWP_ATTR(MODE_RESID, 0, 0)
 #undef MMWP_ATTR
 #undef MMW_ATTR
+            const char *ex = getenv("EGG_CUDA_XRES");
+            c->mmx = !(ex && atoi(ex) == 0) && (size_t)mmx_smem_bytes() <= prop.sharedMemPerBlockOptin;
+            if (c->mmx) {
+#define MMX_ATTR(R, EP, KT) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes()));
+                MMX_ATTR(1, 2, 4) MMX_ATTR(1, 1, 4) MMX_ATTR(1, 0, 4) MMX_ATTR(0, 0, 4)
+                MMX_ATTR(1, 2, 2) MMX_ATTR(1, 1, 2) MMX_ATTR(1, 0, 2) MMX_ATTR(0, 0, 2)
+#undef MMX_ATTR
+            }
             c->mmw_ctas = c->nsm; /* one CTA per SM */
             if (e && atoi(e) >= 2 && atoi(e) < c->mmw_ctas) c->mmw_ctas = atoi(e); /* EGG_CUDA_MMP=n: many tiles per CTA */
             const char *ew = getenv("EGG_CUDA_WPERM");
