@@ -731,6 +731,20 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, i
                  "r"((unsigned)__cvta_generic_to_shared(bar))
                  : "memory");
 }
+/* tma_load_2d with an L2 eviction priority (l2_policy): a chunk's activations stream through once, while a GEMM
+ * launch reads its weights and its matrix's noise rows again for every timestep of the chunk */
+__device__ __forceinline__ uint64_t l2_policy(bool keep) {
+    uint64_t p;
+    if (keep) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+    else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+__device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar, uint64_t pol) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"((uint64_t)map), "r"(c0), "r"(c1),
+                 "r"((unsigned)__cvta_generic_to_shared(bar)), "l"(pol)
+                 : "memory");
+}
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
 }
@@ -1487,18 +1501,19 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(MMArgs a, const __gr
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
         if (warp == 8 && lane == 0) {
             int j = 0, it = 0;
+            const uint64_t once = l2_policy(false), keep = l2_policy(true);
             for (int q = 0; q < nrb; q++) {
                 const int m0 = ((int)blockIdx.x + q * G) * BM, u = q & 1;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
                 if (q >= 2) mbar_wait(xempty + u, (unsigned)((q >> 1) - 1) & 1);
                 mbar_expect_tx(xfull + u, KT * BM * BK + (R > 0 ? KT * (BM / 2) * BK : 0));
                 for (int kt = 0; kt < KT; kt++) {
-                    tma_load_2d(Xr + (u * 4 + kt) * BM * BK, &tmx, kt * BK, m0, xfull + u);
+                    tma_load_2d(Xr + (u * 4 + kt) * BM * BK, &tmx, kt * BK, m0, xfull + u, once);
                     if (R > 0) { /* B boxes of 32 pairs */
                         const int kb = (int)(a.aoff + a_span(1, a.N)) + kt * BK;
                         int8_t *bb = Br + (u * 4 + kt) * (BM / 2) * BK;
-                        tma_load_2d(bb, &tmb, kb, p0, xfull + u);
-                        tma_load_2d(bb + 32 * BK, &tmb, kb, p0 + 32, xfull + u);
+                        tma_load_2d(bb, &tmb, kb, p0, xfull + u, keep);
+                        tma_load_2d(bb + 32 * BK, &tmb, kb, p0 + 32, xfull + u, keep);
                     }
                 }
                 for (int ni = 0; ni < a.ntn; ni++, it++)
@@ -1507,8 +1522,8 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(MMArgs a, const __gr
                         if (j >= MX_STAGES) mbar_wait(empty + st, (unsigned)(j / MX_STAGES - 1) & 1);
                         if (R > 0 && kt == 0 && it >= MX_AS) mbar_wait(aempty + it % MX_AS, (unsigned)(it / MX_AS - 1) & 1);
                         mbar_expect_tx(full + st, BN * BK + (R > 0 && kt == 0 ? (BM / 2) * BN : 0));
-                        tma_load_2d(Ws + st * BN * BK, &tmw, kt * BK, ni * BN, full + st);
-                        if (R > 0 && kt == 0) tma_load_2d(As + (it % MX_AS) * (BM / 2) * BN, &tmn, (int)a.aoff + ni * BN, p0, full + st);
+                        tma_load_2d(Ws + st * BN * BK, &tmw, kt * BK, ni * BN, full + st, keep);
+                        if (R > 0 && kt == 0) tma_load_2d(As + (it % MX_AS) * (BM / 2) * BN, &tmn, (int)a.aoff + ni * BN, p0, full + st, keep);
                     }
             }
         }
@@ -1518,6 +1533,132 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(MMArgs a, const __gr
     if (nrb == 0) return;
     if (warp < 4) mmx_consume<R, 0, EP, KT>(a, Ws, Xr, Br, As, ts, full, empty, xfull, xempty, aempty, nrb, tid);
     else mmx_consume<R, 1, EP, KT>(a, Ws, Xr, Br, As, ts, full, empty, xfull, xempty, aempty, nrb, tid);
+#else
+    (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
+#endif
+}
+
+/* The RESID GEMM with N = 256 (down: K = 4H) with W's permuted copy: a CTA's tile is a whole row block, 128 rows x
+ * 256 columns, so the row block's X and B rows (K = 1024: 192 KB) load once instead of once per 128 columns. mmw
+ * kernel's down runs at L2's bandwidth (328 KB a 128 x 128 tile); here a row block takes 464 KB instead of 656.
+ * A warpgroup's 64 rows: two m64n128k32 (the W halves) and one m64n32k32 (its pairs' B rows) per k32, 144
+ * accumulators (setmaxnreg gives the consumers the producer warpgroup's registers). Same MMAs and epilogue
+ * (wg_frag_direct, once per half) as mmw_kernel. */
+#define MD_STAGES 6
+__host__ __device__ constexpr int mmd_stage_bytes() { return (BM + 2 * BN + BM / 2) * BK; } /* X, W (256 rows), B: 28 KB */
+__host__ __device__ constexpr int mmd_smem_bytes() {
+    return MD_STAGES * mmd_stage_bytes() + 2 * 2 * (BM / 2) * BN + 2 * BM * 4 + (2 * MD_STAGES + 2) * 8;
+}
+#ifdef MMP_WGMMA
+template <int R, int w>
+__device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, const int8_t *As, int *ts, uint64_t *full, uint64_t *empty,
+                                            uint64_t *aempty, int mine, int KT, int tid) {
+    const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    int d0[64], d1[64], dt[16];
+    unsigned st = 0, ph = 0, pst = 0;
+    const unsigned sb = (unsigned)__cvta_generic_to_shared(St);
+    const uint64_t dx0 = wg_desc(sb + w * 64 * BK), dw0 = wg_desc(sb + BM * BK), dw1 = wg_desc(sb + (BM + BN) * BK),
+                   db0 = wg_desc(sb + (BM + 2 * BN + w * 32) * BK);
+    for (int it = 0; it < mine; it++) {
+        const int m0 = ((int)blockIdx.x + it * (int)gridDim.x) * BM;
+        int4 ot[2][4]; /* the residual of both halves, loading under the tile's MMAs (wg_frag_direct's store order) */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int m = m0 + warp * 16 + (q >> 1) * 8 + perm_store_row(gid, q & 1);
+                ot[h][q] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + h * BN + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
+            }
+        for (int kt = 0; kt < KT; kt++) {
+            mbar_wait(full + st, ph);
+            const unsigned so = st * (mmd_stage_bytes() >> 4);
+            wg_fence();
+            if (R > 0) {
+                wg_mma_s8(dt, dx0 + so, db0 + so, kt > 0);
+                wg_mma_s8(dt, dx0 + so + 2, db0 + so + 2);
+            }
+            wg_mma_s8(d0, dx0 + so, dw0 + so, kt > 0);
+            wg_mma_s8(d0, dx0 + so + 2, dw0 + so + 2);
+            wg_mma_s8(d1, dx0 + so, dw1 + so, kt > 0);
+            wg_mma_s8(d1, dx0 + so + 2, dw1 + so + 2);
+            wg_commit();
+            wg_wait<1>(); /* the previous k-step's MMAs are done: its stage is free as far as this warpgroup goes */
+            if (kt > 0) mbar_arrive(empty + pst);
+            pst = st;
+            if (++st == MD_STAGES) st = 0, ph ^= 1;
+        }
+        wg_wait<0>();
+        mbar_arrive(empty + pst);
+        int *tsp = ts + (it & 1) * BM;
+        if (R > 0) { /* a warp's ts rows are its own fragment rows */
+            wg_ts(dt, tsp, warp, gid, tig);
+            __syncwarp();
+        }
+        const int8_t *Ab = As + (it & 1) * 2 * (BM / 2) * BN;
+        wg_frag_direct<MODE_RESID, R, 0>(a, d0, Ab, tsp, m0, 0, warp, gid, tig, ot[0], aempty + (it & 1));
+        wg_frag_direct<MODE_RESID, R, 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, BN, warp, gid, tig, ot[1], aempty + (it & 1));
+    }
+}
+#endif
+template <int R>
+__global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
+                                                            const __grid_constant__ CUtensorMap tmw,
+                                                            const __grid_constant__ CUtensorMap tmb,
+                                                            const __grid_constant__ CUtensorMap tmn) {
+#ifdef MMP_WGMMA
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *St = (int8_t *)smem;                        /* stage s: X [BM][BK], W [2 BN][BK], B [BM/2][BK] */
+    int8_t *As = St + MD_STAGES * mmd_stage_bytes();    /* [2][2][BM/2][BN]: the pairs' A rows of both halves, by tile parity */
+    int *ts = (int *)(As + 2 * 2 * (BM / 2) * BN);      /* [2][BM]: sign * (x . B), by tile parity */
+    uint64_t *full = (uint64_t *)(ts + 2 * BM), *empty = full + MD_STAGES, *aempty = empty + MD_STAGES;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    if (tid == 0) {
+        for (int st = 0; st < MD_STAGES; st++) {
+            mbar_init(full + st, 1);
+            mbar_init(empty + st, 256); /* every consumer thread, after its warpgroup's MMAs on the stage are done */
+        }
+        mbar_init(aempty, 512); /* every consumer thread, once per half */
+        mbar_init(aempty + 1, 512);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int KT = (a.K + BK - 1) / BK, G = (int)gridDim.x;
+    const int mine = (int)blockIdx.x < a.mtn ? (a.mtn - 1 - (int)blockIdx.x) / G + 1 : 0; /* this CTA's row blocks */
+    if (warp >= 8) { /* producer: one thread walks the row blocks' k-steps */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        if (warp == 8 && lane == 0) {
+            int j = 0;
+            const uint64_t once = l2_policy(false), keep = l2_policy(true);
+            for (int it = 0; it < mine; it++) {
+                const int m0 = ((int)blockIdx.x + it * G) * BM;
+                const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
+                for (int kt = 0; kt < KT; kt++, j++) {
+                    const int st = j % MD_STAGES;
+                    if (j >= MD_STAGES) mbar_wait(empty + st, (unsigned)(j / MD_STAGES - 1) & 1);
+                    if (R > 0 && kt == 0 && it >= 2) mbar_wait(aempty + (it & 1), (unsigned)((it >> 1) - 1) & 1);
+                    int8_t *sb = St + st * mmd_stage_bytes();
+                    mbar_expect_tx(full + st, (BM + 2 * BN) * BK + (R > 0 ? (BM / 2) * BK + (kt == 0 ? 2 * (BM / 2) * BN : 0) : 0));
+                    tma_load_2d(sb, &tmx, kt * BK, m0, full + st, once);
+                    tma_load_2d(sb + BM * BK, &tmw, kt * BK, 0, full + st, keep);
+                    tma_load_2d(sb + (BM + BN) * BK, &tmw, kt * BK, BN, full + st, keep);
+                    if (R > 0) { /* B boxes of 32 pairs */
+                        const int kb = (int)(a.aoff + a_span(1, a.N)) + kt * BK;
+                        tma_load_2d(sb + (BM + 2 * BN) * BK, &tmb, kb, p0, full + st, keep);
+                        tma_load_2d(sb + (BM + 2 * BN + 32) * BK, &tmb, kb, p0 + 32, full + st, keep);
+                        if (kt == 0) {
+                            int8_t *ab = As + (it & 1) * 2 * (BM / 2) * BN;
+                            tma_load_2d(ab, &tmn, (int)a.aoff, p0, full + st, keep);
+                            tma_load_2d(ab + (BM / 2) * BN, &tmn, (int)a.aoff + BN, p0, full + st, keep);
+                        }
+                    }
+                }
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    if (warp < 4) mmd_consume<R, 0>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
+    else mmd_consume<R, 1>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
 #else
     (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
 #endif
@@ -2547,6 +2688,7 @@ struct CudaImpl {
 #ifdef EGG_MMP
     PFN_cuTensorMapEncodeTiled_v12000 tmap_encode; /* sm_90a: its X and W tiles by TMA (NULL: cp.async; EGG_CUDA_TMA=0) */
     int mmw_ctas;             /* sm_90a with TMA: PLAIN/RESID in the warp-specialised mmw_kernel, CTAs per launch (0: mmp; EGG_CUDA_WS=0) */
+    bool mmd;                 /* the N = 256 RESID GEMM (down) with W's permuted copy in mmd_kernel (128 x 256 tiles; EGG_CUDA_WIDE=0: mmw_kernel) */
     bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
 #endif
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
@@ -2701,7 +2843,11 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
                     mmw_kernel<MODE_PLAIN, 1, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN && a.r) mmw_kernel<MODE_PLAIN, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN) mmw_kernel<MODE_PLAIN, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
-                else if (a.r) mmw_kernel<MODE_RESID, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else if (mode == MODE_RESID && a.N == 2 * BN && c->mmd) { /* whole row blocks, both halves of N */
+                    const int smd = mmd_smem_bytes();
+                    if (a.r) mmd_kernel<1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                    else mmd_kernel<0><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                } else if (a.r) mmw_kernel<MODE_RESID, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else mmw_kernel<MODE_RESID, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
             } else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
                 mmw_kernel<MODE_PLAIN, 1, 2><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
@@ -3434,6 +3580,12 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 MMX_ATTR(1, 2, 4) MMX_ATTR(1, 1, 4) MMX_ATTR(1, 0, 4) MMX_ATTR(0, 0, 4)
                 MMX_ATTR(1, 2, 2) MMX_ATTR(1, 1, 2) MMX_ATTR(1, 0, 2) MMX_ATTR(0, 0, 2)
 #undef MMX_ATTR
+            }
+            const char *ed = getenv("EGG_CUDA_WIDE");
+            c->mmd = !(ed && atoi(ed) == 0) && (size_t)mmd_smem_bytes() <= prop.sharedMemPerBlockOptin;
+            if (c->mmd) {
+                CK(cudaFuncSetAttribute(mmd_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
+                CK(cudaFuncSetAttribute(mmd_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
             }
             c->mmw_ctas = c->nsm; /* one CTA per SM */
             if (e && atoi(e) >= 2 && atoi(e) < c->mmw_ctas) c->mmw_ctas = atoi(e); /* EGG_CUDA_MMP=n: many tiles per CTA */
