@@ -2402,21 +2402,23 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
     }
 }
 
-/* embed_kernel for H = 128 * K4: a lane's 4 * K4 bytes of the row in word accesses */
-template <int K4>
+/* embed_kernel for H = 4 K4 LPR: LPR lanes a row (32 / LPR rows a warp; a row of 128 or 256 bytes had left a
+ * warp's lanes moving 4 or 8 bytes each behind a chain of dependent loads), a lane's 4 K4 bytes in word accesses */
+template <int K4, int LPR>
 __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0, int group,
                                  int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
                                  const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz, int8_t *Hs) {
-    constexpr int H = 128 * K4;
-    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    constexpr int H = 4 * K4 * LPR;
+    const int lane = threadIdx.x & 31, sub = lane % LPR;
+    const int row = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) + lane / LPR;
     if (row >= rows) return;
-    const int m = row % n, dt = row / n, off = lane * 4 * K4;
+    const int m = row % n, dt = row / n, off = sub * 4 * K4;
     const int g = (m0 + m) / group - gbase;
     const int tok = tokens[(size_t)g * rowlen + t0 + dt];
-    if (lane == 0) rz[row] = tok == 0;
+    if (sub == 0) rz[row] = tok == 0;
     if (tok == 0 && dt == 0)
         for (int l = 0; l < L; l++)
-            for (int i = lane * 4; i < H; i += 128) *(int *)(Hs + ((size_t)l * n + m) * H + i) = 0;
+            for (int i = sub * 4; i < H; i += 4 * LPR) *(int *)(Hs + ((size_t)l * n + m) * H + i) = 0;
     w4u e[K4];
     ld_words<K4>(e, E + (size_t)tok * H + off);
     int8_t *x = X + (size_t)row * H + off;
@@ -2969,13 +2971,14 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     }
     for (int t0 = 0; t0 < T; t0 += x->tc) {
         const int tc = T - t0 < x->tc ? T - t0 : x->tc, rows = n * tc, rbt = (rows + wpb - 1) / wpb;
-#define EMBV(K4)                                                                                                    \
-    embed_vec_kernel<K4><<<rbt, 32 * wpb, 0, c->st>>>(rows, n, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0, \
-                                                      tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz, x->Hs)
-        if (c->ln_vec && H == 128) EMBV(1);
-        else if (c->ln_vec && H == 256) EMBV(2);
-        else if (c->ln_vec && H == 512) EMBV(4);
-        else if (c->ln_vec && H == 1024) EMBV(8);
+#define EMBV(K4, LPR)                                                                                               \
+    embed_vec_kernel<K4, LPR><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(                   \
+        rows, n, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0, tp(c, EGG_T_EMB), nz, c->pstride,             \
+        c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz, x->Hs)
+        if (c->ln_vec && H == 128) EMBV(4, 8);
+        else if (c->ln_vec && H == 256) EMBV(4, 16);
+        else if (c->ln_vec && H == 512) EMBV(4, 32);
+        else if (c->ln_vec && H == 1024) EMBV(8, 32);
         else
         embed_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,
                                                   tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz,
