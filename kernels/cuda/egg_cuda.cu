@@ -605,6 +605,11 @@ __device__ __forceinline__ void wg_mma_s8(int (&d)[16], uint64_t da, uint64_t db
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
                  : "l"(da), "l"(db), "r"(acc));
 }
+/* one 64-byte k-step (BK) as its two k32 MMAs: the second k32 starts 32 bytes into each operand's rows */
+template <int N> __device__ __forceinline__ void wg_mma_k64(int (&d)[N], uint64_t da, uint64_t db, int acc = 1) {
+    wg_mma_s8(d, da, db, acc);
+    wg_mma_s8(d, da + 2, db + 2);
+}
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
@@ -1261,11 +1266,9 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
             const unsigned so = st * (mmw_stage_bytes() >> 4);
             wg_fence();
             if (R > 0) { /* x . [B0 W] or x . [W B1] */
-                wg_mma_s8(dd, dx0 + so, dw0 + so, kt > 0);
-                wg_mma_s8(dd, dx0 + so + 2, dw0 + so + 2);
+                wg_mma_k64(dd, dx0 + so, dw0 + so, kt > 0);
             } else {
-                wg_mma_s8(d, dx0 + so, dw0 + so, kt > 0);
-                wg_mma_s8(d, dx0 + so + 2, dw0 + so + 2);
+                wg_mma_k64(d, dx0 + so, dw0 + so, kt > 0);
             }
             wg_commit();
             wg_wait<1>(); /* the previous k-step's MMAs are done: its stage is free as far as this warpgroup goes */
@@ -1412,11 +1415,9 @@ struct MmxConsumer {
             const unsigned so = st * (BN * BK >> 4);
             wg_fence();
             if (R > 0 && ni == 0) { /* x . B of the row block's 64 rows against the warpgroup's 32 pairs */
-                wg_mma_s8(dt, dx0 + xo + kt * (BM * BK >> 4), db0 + bo + kt * ((BM / 2) * BK >> 4), kt > 0);
-                wg_mma_s8(dt, dx0 + xo + kt * (BM * BK >> 4) + 2, db0 + bo + kt * ((BM / 2) * BK >> 4) + 2);
+                wg_mma_k64(dt, dx0 + xo + kt * (BM * BK >> 4), db0 + bo + kt * ((BM / 2) * BK >> 4), kt > 0);
             }
-            wg_mma_s8(d, dx0 + xo + kt * (BM * BK >> 4), dw0 + so, kt > 0);
-            wg_mma_s8(d, dx0 + xo + kt * (BM * BK >> 4) + 2, dw0 + so + 2);
+            wg_mma_k64(d, dx0 + xo + kt * (BM * BK >> 4), dw0 + so, kt > 0);
             if (++st == MX_STAGES) st = 0, ph ^= 1;
         }
         wg_commit();
@@ -1573,14 +1574,9 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
             mbar_wait(full + st, ph);
             const unsigned so = st * (mmd_stage_bytes() >> 4);
             wg_fence();
-            if (R > 0) {
-                wg_mma_s8(dt, dx0 + so, db0 + so, kt > 0);
-                wg_mma_s8(dt, dx0 + so + 2, db0 + so + 2);
-            }
-            wg_mma_s8(d0, dx0 + so, dw0 + so, kt > 0);
-            wg_mma_s8(d0, dx0 + so + 2, dw0 + so + 2);
-            wg_mma_s8(d1, dx0 + so, dw1 + so, kt > 0);
-            wg_mma_s8(d1, dx0 + so + 2, dw1 + so + 2);
+            if (R > 0) wg_mma_k64(dt, dx0 + so, db0 + so, kt > 0);
+            wg_mma_k64(d0, dx0 + so, dw0 + so, kt > 0);
+            wg_mma_k64(d1, dx0 + so, dw1 + so, kt > 0);
             wg_commit();
             wg_wait<1>(); /* the previous k-step's MMAs are done: its stage is free as far as this warpgroup goes */
             if (kt > 0) mbar_arrive(empty + pst);
@@ -1707,8 +1703,7 @@ __device__ __forceinline__ void rec_mma(int (&d)[32], const int8_t *Op, const in
     wg_fence();
 #pragma unroll
     for (int kt = 0; kt < H / 64; kt++) {
-        wg_mma_s8(d, dx + kt * (RBM * 64 / 16), dw + kt * (H * 64 / 16), kt > 0);
-        wg_mma_s8(d, dx + kt * (RBM * 64 / 16) + 2, dw + kt * (H * 64 / 16) + 2);
+        wg_mma_k64(d, dx + kt * (RBM * 64 / 16), dw + kt * (H * 64 / 16), kt > 0);
     }
     wg_commit();
 }
