@@ -1309,12 +1309,13 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
     }
 }
 #endif
+/* the TMA GEMM kernels' parameters: the arguments, then the tensor maps of X, W, the pairs' B rows and A rows */
+#define TMA_GEMM_PARAMS                                                                                               \
+    MMArgs a, const __grid_constant__ CUtensorMap tmx, const __grid_constant__ CUtensorMap tmw,                       \
+        const __grid_constant__ CUtensorMap tmb, const __grid_constant__ CUtensorMap tmn
 template <int MODE, int R, int EP = 0, int PERM = 0> /* EP: the epilogue (wg_frag_out; 1, 2: rank 1, K <= 256, s = 8, ps > 8, = 8);
                                                        PERM: W's rows permuted (wperm_row), wg_frag_direct */
-__global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
-                                                            const __grid_constant__ CUtensorMap tmw,
-                                                            const __grid_constant__ CUtensorMap tmb,
-                                                            const __grid_constant__ CUtensorMap tmn) {
+__global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
 #ifdef MMP_WGMMA
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *St = (int8_t *)smem;                          /* stage s at s * mmw_stage_bytes(): X [BM][BK], W [BN][BK], B [BM/2][BK] */
@@ -1469,10 +1470,7 @@ __device__ __forceinline__ void mmx_consume(const MMArgs &a, const int8_t *Ws, c
 #endif
 #define MX_THREADS (3 * 128) /* two consumer warpgroups, a producer warpgroup (setmaxnreg: its registers go to the consumers) */
 template <int R, int EP, int KT>
-__global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
-                                                            const __grid_constant__ CUtensorMap tmw,
-                                                            const __grid_constant__ CUtensorMap tmb,
-                                                            const __grid_constant__ CUtensorMap tmn) {
+__global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS) {
 #ifdef MMP_WGMMA
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                  /* stage s: W [BN][BK] */
@@ -1597,10 +1595,7 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
 }
 #endif
 template <int R>
-__global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(MMArgs a, const __grid_constant__ CUtensorMap tmx,
-                                                            const __grid_constant__ CUtensorMap tmw,
-                                                            const __grid_constant__ CUtensorMap tmb,
-                                                            const __grid_constant__ CUtensorMap tmn) {
+__global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
 #ifdef MMP_WGMMA
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *St = (int8_t *)smem;                        /* stage s: X [BM][BK], W [2 BN][BK], B [BM/2][BK] */
