@@ -2357,6 +2357,44 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
     }
 }
 
+/* EGG-LN with H = 16 LPR (128, 256, 512): LPR lanes a row, 16 bytes a lane (32 / LPR rows a warp; ln_vec_kernel's
+ * 4 or 8 bytes a lane had left the DRAM-bound kernel with few bytes in flight); the same operations per element */
+template <int LPR>
+__global__ void ln16_kernel(int rows, int nm, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff,
+                            int pshift, const int8_t *wp, int8_t *Y) {
+    constexpr int H = 16 * LPR;
+    const int lane = threadIdx.x & 31, off = (lane % LPR) * 16;
+    const int row = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) + lane / LPR;
+    const bool in = row < rows;
+    const int mem = in ? row % nm : 0;
+    bytes16 x, wv;
+    x.v = in ? __ldg((const int4 *)(X + (size_t)row * H + off)) : make_int4(0, 0, 0, 0);
+    if (wp) { /* the member's perturbed weights */
+        wv.v = in ? __ldg((const int4 *)(wp + (size_t)mem * H + off)) : make_int4(0, 0, 0, 0);
+    } else {
+        wv.v = __ldg((const int4 *)(w + off));
+        if (noise && in) { /* perturbed here from the pair's n1, n2 (sign by the member's parity) */
+            const int8_t *n1 = noise + (size_t)(mem >> 1) * pstride + voff + off;
+            bytes16 a1, a2;
+            a1.v = __ldg((const int4 *)n1);
+            a2.v = __ldg((const int4 *)(n1 + H));
+#pragma unroll
+            for (int e = 0; e < 16; e++) wv.b[e] = (signed char)egg_vec_pert(wv.b[e], a1.b[e], a2.b[e], (mem & 1) ? -1 : 1, pshift);
+        }
+    }
+    int sa = 0;
+#pragma unroll
+    for (int q = 0; q < 4; q++) sa += abs_sum4(w4u{(&x.v.x)[q]});
+#pragma unroll
+    for (int o = LPR / 2; o; o >>= 1) sa += __shfl_xor_sync(0xffffffffu, sa, o); /* within the row's LPR lanes */
+    if (!in) return;
+    const lnq dv = LNQ(egg_ln_div(sa, H)); /* d <= 127: |x| <= 127 */
+    bytes16 y;
+#pragma unroll
+    for (int e = 0; e < 16; e++) y.b[e] = (signed char)ln_apply(x.b[e], wv.b[e], dv);
+    *(int4 *)(Y + (size_t)row * H + off) = y.v;
+}
+
 /* x = perturbed embedding row of the member's input token, for the rows
  * [time t0..][members] of a chunk; rz[row] = (token == 0): the state is reset
  * before that timestep. The chunk's first timestep resets every layer's state
@@ -2920,14 +2958,16 @@ static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, cons
     const int8_t *wp = nz && c->lnp ? c->lnp + (size_t)v * n * H : NULL; /* the members' perturbed weights (lnpert_kernel) */
     const int np = (rows + 1) / 2;
 #define LNV(K4, P) ln_vec_kernel<K4, P><<<(np + wpb * P - 1) / (wpb * P), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
-    switch (c->ln_vec ? H : 0) { /* pairs per warp: loads in flight where a row is short */
-    case 128: LNV(1, 4); break;
-    case 256: LNV(2, 2); break;
-    case 512: LNV(4, 1); break;
+#define LN16(LPR) ln16_kernel<LPR><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
+    switch (c->ln_vec ? H : 0) { /* 16 bytes a lane; at 1024 32 */
+    case 128: LN16(8); break;
+    case 256: LN16(16); break;
+    case 512: LN16(32); break;
     case 1024: LNV(8, 1); break;
     default: ln_kernel<<<nb, 32 * wpb, 0, c->st>>>(rows, n, H, X, w, nz, c->pstride, vo, c->pshift, wp, Y); break;
     }
 #undef LNV
+#undef LN16
     CKL();
     return 0;
 }
