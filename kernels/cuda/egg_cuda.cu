@@ -738,10 +738,12 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, i
 }
 /* tma_load_2d with an L2 eviction priority (l2_policy): a chunk's activations stream through once, while a GEMM
  * launch reads its weights and its matrix's noise rows again for every timestep of the chunk */
-__device__ __forceinline__ uint64_t l2_policy(bool keep) {
+enum { L2_FIRST = 0, L2_NORMAL = 1, L2_LAST = 2 };
+__device__ __forceinline__ uint64_t l2_policy(int pri) {
     uint64_t p;
-    if (keep) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
-    else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    if (pri == L2_LAST) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+    else if (pri == L2_FIRST) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
     return p;
 }
 __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar, uint64_t pol) {
@@ -1344,6 +1346,10 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
         if (lane == 0) {
             int j = 0;
             MmwTiles tl(a);
+            /* L2 priorities (l2_policy): X streams through once where a row block has one N tile (the update:
+             * unchanged) */
+            const uint64_t keep = l2_policy(MODE == MODE_UPDATE ? L2_NORMAL : L2_LAST),
+                           xpol = l2_policy(MODE == MODE_UPDATE || a.ntn > 1 ? L2_NORMAL : L2_FIRST);
             for (int it = 0; it < mine; it++, tl.next(a)) {
                 int m0, n0, kt0, ktn;
                 tl.get(a, per, KT, m0, n0, kt0, ktn);
@@ -1355,13 +1361,13 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
                     if (R > 0 && kt == 0 && it >= 2) mbar_wait(aempty + (it & 1), (unsigned)((it >> 1) - 1) & 1);
                     int8_t *sb = St + st * mmw_stage_bytes();
                     mbar_expect_tx(full + st, (BM + BN) * BK + (R > 0 ? (BM / 2) * BK + (kt == 0 ? (BM / 2) * BN : 0) : 0));
-                    tma_load_2d(sb, &tmx, kt * BK, m0, full + st);
-                    tma_load_2d(sb + WS_OFF_W, &tmw, kt * BK, n0, full + st);
+                    tma_load_2d(sb, &tmx, kt * BK, m0, full + st, xpol);
+                    tma_load_2d(sb + WS_OFF_W, &tmw, kt * BK, n0, full + st, keep);
                     if (R > 0) { /* B boxes of 32 pairs (launch_mm) */
                         const int kb = (int)(a.aoff + a_span(1, a.N)) + kt * BK;
-                        tma_load_2d(sb + WS_OFF_B0, &tmb, kb, p0, full + st);
-                        tma_load_2d(sb + WS_OFF_B1, &tmb, kb, p0 + 32, full + st);
-                        if (kt == 0) tma_load_2d(As + (it & 1) * (BM / 2) * BN, &tmn, (int)a.aoff + n0, p0, full + st);
+                        tma_load_2d(sb + WS_OFF_B0, &tmb, kb, p0, full + st, keep);
+                        tma_load_2d(sb + WS_OFF_B1, &tmb, kb, p0 + 32, full + st, keep);
+                        if (kt == 0) tma_load_2d(As + (it & 1) * (BM / 2) * BN, &tmn, (int)a.aoff + n0, p0, full + st, keep);
                     }
                 }
             }
@@ -1500,7 +1506,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
         if (warp == 8 && lane == 0) {
             int j = 0, it = 0;
-            const uint64_t once = l2_policy(false), keep = l2_policy(true);
+            const uint64_t once = l2_policy(L2_FIRST), keep = l2_policy(L2_LAST);
             for (int q = 0; q < nrb; q++) {
                 const int m0 = ((int)blockIdx.x + q * G) * BM, u = q & 1;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
@@ -1619,7 +1625,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
         if (warp == 8 && lane == 0) {
             int j = 0;
-            const uint64_t once = l2_policy(false), keep = l2_policy(true);
+            const uint64_t once = l2_policy(L2_FIRST), keep = l2_policy(L2_LAST);
             for (int it = 0; it < mine; it++) {
                 const int m0 = ((int)blockIdx.x + it * G) * BM;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
