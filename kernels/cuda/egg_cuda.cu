@@ -1395,9 +1395,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
  *  - the tiles' A rows take a ring of MX_AS buffers: with two, the producer waited on the epilogue two tiles back
  *    before any later load, and the consumers then waited on their stages.
  * Same MMAs (rows and columns) and epilogue (wg_frag_direct) as mmw_kernel. */
-#ifndef MX_STAGES
 #define MX_STAGES 10
-#endif
 #define MX_AS 4 /* tiles' A-row buffers: the producer loads tile it's after tile it - MX_AS's epilogue read its own */
 __host__ __device__ constexpr int mmx_smem_bytes() {
     return MX_STAGES * BN * BK + 2 * 4 * BM * BK + 2 * 4 * (BM / 2) * BK + MX_AS * (BM / 2) * BN + 2 * BM * 4 + (2 * MX_STAGES + 4 + MX_AS) * 8;
@@ -1409,7 +1407,7 @@ struct MmxConsumer {
     const int8_t *As;
     int *ts;
     uint64_t *full, *empty, *xfull, *xempty, *aempty;
-    int nrb, warp, gid, tig;
+    int warp, gid, tig;
     uint64_t dx0, dw0, db0;
     unsigned st = 0, ph = 0, rst = 0; /* the next stage to issue from, its phase; the next stage to release */
     /* tile (row block q, N tile ni): its k-steps' MMAs and x . B as one group */
@@ -1458,7 +1456,7 @@ __device__ __forceinline__ void mmx_consume(const MMArgs &a, const int8_t *Ws, c
                                             uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty, uint64_t *aempty,
                                             int nrb, int tid) {
     const int lane = tid & 31;
-    MmxConsumer<R, w, EP, KT> c{a, As, ts, full, empty, xfull, xempty, aempty, nrb, tid >> 5, lane >> 2, lane & 3,
+    MmxConsumer<R, w, EP, KT> c{a, As, ts, full, empty, xfull, xempty, aempty, tid >> 5, lane >> 2, lane & 3,
                                 wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), wg_desc((unsigned)__cvta_generic_to_shared(Ws)),
                                 wg_desc((unsigned)__cvta_generic_to_shared(Br) + w * 32 * BK)};
     int d[64], dt[16], e[64];
@@ -1472,6 +1470,7 @@ __device__ __forceinline__ void mmx_consume(const MMArgs &a, const int8_t *Ws, c
         if (it + 1 < T) c.issue(q, ni, d, dt);
         c.epilogue(it, pq, pn, e);
     }
+    wg_wait<0>(); /* none in flight (retire waited for each): tells ptxas so on the way out */
 }
 #endif
 #define MX_THREADS (3 * 128) /* two consumer warpgroups, a producer warpgroup (setmaxnreg: its registers go to the consumers) */
