@@ -102,6 +102,9 @@ struct MMArgs {
     /* BIAS_MIX (candidate c = y): h' = mix(f, c, hs); Y = clip(h' + xres); hs = rz[m] ? 0 : h' (rz never NULL) */
     const int8_t *f, *xres; int8_t *hs; const uint8_t *rz;
     int tma;                         /* persistent GEMM on sm_90a: X and W tiles by TMA (tensor maps passed with the launch) */
+    /* a second GEMM of the same X and shape in the same launch (Wf and Wh: mmx_kernel's DUAL, X read once; elsewhere
+     * launch_mm runs it as a second launch): its weights, their permuted copy, its noise offset and output */
+    const int8_t *W2, *Wp2; size_t aoff2; int8_t *Y2;
 };
 /* the W row that row o of its permuted copy holds: in each block of 128 rows, row 8 jn + 2 tig + b holds
  * 64 (jn / 8) + 16 tig + 2 (jn % 8) + b: a wgmma accumulator's columns 8 jn + 2 tig (+1), jn < 16, become two runs
@@ -815,7 +818,7 @@ __device__ __forceinline__ int perm_store_row(int gid, int k) { return (gid & ~1
 __device__ __forceinline__ int perm_store_col(int gid, int tig) { return (gid & 1) * 64 + tig * 16; }
 template <int MODE, int R, int EP>
 __device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int *ts, int m0, int n0,
-                                               int warp, int gid, int tig, const int4 (&ot)[4], uint64_t *aempty) {
+                                               int warp, int gid, int tig, const int4 (&ot)[4], uint64_t *aempty, int8_t *Y) {
     const bool odd = gid & 1;
     int4 Av[2][2];
     int t[2];
@@ -852,7 +855,7 @@ __device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[6
                 v.x = (int)add_clip4((unsigned)v.x, (unsigned)ot[hr * 2 + k].x); v.y = (int)add_clip4((unsigned)v.y, (unsigned)ot[hr * 2 + k].y);
                 v.z = (int)add_clip4((unsigned)v.z, (unsigned)ot[hr * 2 + k].z); v.w = (int)add_clip4((unsigned)v.w, (unsigned)ot[hr * 2 + k].w);
             }
-            if (m < a.M) *(int4 *)(a.Y + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig)) = v;
+            if (m < a.M) *(int4 *)(Y + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig)) = v;
         }
 }
 #endif
@@ -1299,7 +1302,7 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
             int *tsp = ts + (it & 1) * BM;
             if (R > 0) wg_ts(dt, tsp, warp, gid, tig);
             named_sync(1 + w, 128); /* ts complete */
-            wg_frag_direct<MODE, R, EP>(a, d, As + (it & 1) * (BM / 2) * BN, tsp, m0, n0, warp, gid, tig, ot, aempty + (it & 1));
+            wg_frag_direct<MODE, R, EP>(a, d, As + (it & 1) * (BM / 2) * BN, tsp, m0, n0, warp, gid, tig, ot, aempty + (it & 1), a.Y);
             continue;
         }
         if (R > 0) wg_ts(dt, ts, warp, gid, tig);
@@ -1395,35 +1398,40 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
  *  - the tiles' A rows take a ring of MX_AS buffers: with two, the producer waited on the epilogue two tiles back
  *    before any later load, and the consumers then waited on their stages.
  * Same MMAs (rows and columns) and epilogue (wg_frag_direct) as mmw_kernel. */
-#define MX_STAGES 10
 #define MX_AS 4 /* tiles' A-row buffers: the producer loads tile it's after tile it - MX_AS's epilogue read its own */
-__host__ __device__ constexpr int mmx_smem_bytes() {
-    return MX_STAGES * BN * BK + 2 * 4 * BM * BK + 2 * 4 * (BM / 2) * BK + MX_AS * (BM / 2) * BN + 2 * BM * 4 + (2 * MX_STAGES + 4 + MX_AS) * 8;
+/* DUAL (two GEMMs of one X, Wf and Wh): both matrices' B rows resident, so 8 W stages instead of 10 */
+__host__ __device__ constexpr int mx_stages(int dual) { return dual ? 8 : 10; }
+__host__ __device__ constexpr int mmx_smem_bytes(int dual) {
+    return mx_stages(dual) * BN * BK + 2 * 4 * BM * BK + (1 + dual) * 2 * 4 * (BM / 2) * BK + MX_AS * (BM / 2) * BN + (1 + dual) * 2 * BM * 4 +
+           (2 * mx_stages(dual) + 4 + MX_AS) * 8;
 }
 #ifdef MMP_WGMMA
-template <int R, int w, int EP, int KT>
+template <int R, int w, int EP, int KT, int DUAL>
 struct MmxConsumer {
+    static constexpr int S = mx_stages(DUAL), NT = 1 + DUAL; /* stages; matrices */
     const MMArgs &a;
     const int8_t *As;
     int *ts;
     uint64_t *full, *empty, *xfull, *xempty, *aempty;
     int warp, gid, tig;
     uint64_t dx0, dw0, db0;
+    int half;                         /* N tiles of one matrix (DUAL: tiles half.. are the second's) */
     unsigned st = 0, ph = 0, rst = 0; /* the next stage to issue from, its phase; the next stage to release */
-    /* tile (row block q, N tile ni): its k-steps' MMAs and x . B as one group */
+    /* tile (row block q, N tile ni): its k-steps' MMAs, and on a matrix's first tile x . B, as one group */
     __device__ __forceinline__ void issue(int q, int ni, int (&d)[64], int (&dt)[16]) {
-        const unsigned xo = (unsigned)((q & 1) * 4) * (BM * BK >> 4), bo = (unsigned)((q & 1) * 4) * ((BM / 2) * BK >> 4);
+        const int tn = DUAL && ni >= half, nl = ni - tn * half;
+        const unsigned xo = (unsigned)((q & 1) * 4) * (BM * BK >> 4), bo = (unsigned)(((q & 1) * NT + tn) * 4) * ((BM / 2) * BK >> 4);
         if (ni == 0) mbar_wait(xfull + (q & 1), (unsigned)(q >> 1) & 1);
 #pragma unroll
         for (int kt = 0; kt < KT; kt++) {
             mbar_wait(full + st, ph);
             const unsigned so = st * (BN * BK >> 4);
             wg_fence();
-            if (R > 0 && ni == 0) { /* x . B of the row block's 64 rows against the warpgroup's 32 pairs */
+            if (R > 0 && nl == 0) { /* x . B of the row block's 64 rows against the warpgroup's 32 pairs */
                 wg_mma_k64(dt, dx0 + xo + kt * (BM * BK >> 4), db0 + bo + kt * ((BM / 2) * BK >> 4), kt > 0);
             }
             wg_mma_k64(d, dx0 + xo + kt * (BM * BK >> 4), dw0 + so, kt > 0);
-            if (++st == MX_STAGES) st = 0, ph ^= 1;
+            if (++st == S) st = 0, ph ^= 1;
         }
         wg_commit();
     }
@@ -1434,31 +1442,34 @@ struct MmxConsumer {
 #pragma unroll
         for (int kt = 0; kt < KT; kt++) {
             mbar_arrive(empty + rst);
-            if (++rst == MX_STAGES) rst = 0;
+            if (++rst == S) rst = 0;
         }
         if (ni == a.ntn - 1) mbar_arrive(xempty + (q & 1)); /* the row block's X and B rows are read */
 #pragma unroll
         for (int i = 0; i < 64; i++) asm volatile("mov.b32 %0, %1;" : "=r"(e[i]) : "r"(d[i]));
-        if (R > 0 && ni == 0) { /* a warp's ts rows are its own fragment rows */
-            wg_ts(dt, ts + (q & 1) * BM, warp, gid, tig);
+        const int tn = DUAL && ni >= half;
+        if (R > 0 && ni == tn * half) { /* a warp's ts rows are its own fragment rows */
+            wg_ts(dt, ts + ((q & 1) * NT + tn) * BM, warp, gid, tig);
             __syncwarp();
         }
     }
     __device__ __forceinline__ void epilogue(int it, int q, int ni, const int (&e)[64]) {
         const int4 ot[4] = {}; /* PLAIN: no residual */
-        wg_frag_direct<MODE_PLAIN, R, EP>(a, e, As + (it % MX_AS) * (BM / 2) * BN, ts + (q & 1) * BM, ((int)blockIdx.x + q * (int)gridDim.x) * BM,
-                                          ni * BN, warp, gid, tig, ot, aempty + it % MX_AS);
+        const int tn = DUAL && ni >= half;
+        wg_frag_direct<MODE_PLAIN, R, EP>(a, e, As + (it % MX_AS) * (BM / 2) * BN, ts + ((q & 1) * NT + tn) * BM,
+                                          ((int)blockIdx.x + q * (int)gridDim.x) * BM, (ni - tn * half) * BN, warp, gid, tig, ot,
+                                          aempty + it % MX_AS, tn ? a.Y2 : a.Y);
     }
 };
 /* a warpgroup's tiles: tile it + 1's MMAs run under tile it's epilogue, which works on a copy of its accumulators */
-template <int R, int w, int EP, int KT>
+template <int R, int w, int EP, int KT, int DUAL>
 __device__ __forceinline__ void mmx_consume(const MMArgs &a, const int8_t *Ws, const int8_t *Xr, const int8_t *Br, const int8_t *As, int *ts,
                                             uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty, uint64_t *aempty,
                                             int nrb, int tid) {
     const int lane = tid & 31;
-    MmxConsumer<R, w, EP, KT> c{a, As, ts, full, empty, xfull, xempty, aempty, tid >> 5, lane >> 2, lane & 3,
-                                wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), wg_desc((unsigned)__cvta_generic_to_shared(Ws)),
-                                wg_desc((unsigned)__cvta_generic_to_shared(Br) + w * 32 * BK)};
+    MmxConsumer<R, w, EP, KT, DUAL> c{a, As, ts, full, empty, xfull, xempty, aempty, tid >> 5, lane >> 2, lane & 3,
+                                      wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), wg_desc((unsigned)__cvta_generic_to_shared(Ws)),
+                                      wg_desc((unsigned)__cvta_generic_to_shared(Br) + w * 32 * BK), DUAL ? a.ntn / 2 : a.ntn};
     int d[64], dt[16], e[64];
     const int T = nrb * a.ntn;
     int q = 0, ni = 0;
@@ -1474,20 +1485,20 @@ __device__ __forceinline__ void mmx_consume(const MMArgs &a, const int8_t *Ws, c
 }
 #endif
 #define MX_THREADS (3 * 128) /* two consumer warpgroups, a producer warpgroup (setmaxnreg: its registers go to the consumers) */
-template <int R, int EP, int KT>
-__global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS) {
+template <int R, int EP, int KT, int DUAL = 0> /* DUAL: tmw2 (a.Wp2's map) the second matrix, tiles a.ntn / 2.. its */
+__global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, const __grid_constant__ CUtensorMap tmw2) {
 #ifdef MMP_WGMMA
+    constexpr int S = mx_stages(DUAL), NT = 1 + DUAL;
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                  /* stage s: W [BN][BK] */
-    int8_t *Xr = Ws + MX_STAGES * BN * BK;        /* [2][4][BM][BK]: the row block's X rows, by row-block parity */
-    int8_t *Br = Xr + 2 * 4 * BM * BK;            /* [2][4][BM/2][BK]: its pairs' B rows */
-    int8_t *As = Br + 2 * 4 * (BM / 2) * BK;      /* [MX_AS][BM/2][BN]: the tile's pairs' A rows, tile it's in buffer it % MX_AS */
-    int *ts = (int *)(As + MX_AS * (BM / 2) * BN);    /* [2][BM]: sign * (x . B), by row-block parity */
-    uint64_t *full = (uint64_t *)(ts + 2 * BM), *empty = full + MX_STAGES, *xfull = empty + MX_STAGES, *xempty = xfull + 2,
-             *aempty = xempty + 2;
+    int8_t *Xr = Ws + S * BN * BK;                /* [2][4][BM][BK]: the row block's X rows, by row-block parity */
+    int8_t *Br = Xr + 2 * 4 * BM * BK;            /* [2][NT][4][BM/2][BK]: its pairs' B rows (of each matrix) */
+    int8_t *As = Br + NT * 2 * 4 * (BM / 2) * BK; /* [MX_AS][BM/2][BN]: the tile's pairs' A rows, tile it's in buffer it % MX_AS */
+    int *ts = (int *)(As + MX_AS * (BM / 2) * BN);    /* [2][NT][BM]: sign * (x . B), by row-block parity */
+    uint64_t *full = (uint64_t *)(ts + NT * 2 * BM), *empty = full + S, *xfull = empty + S, *xempty = xfull + 2, *aempty = xempty + 2;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
-        for (int st = 0; st < MX_STAGES; st++) {
+        for (int st = 0; st < S; st++) {
             mbar_init(full + st, 1);
             mbar_init(empty + st, 256); /* every consumer thread, after its warpgroup's MMAs on the stage are done */
         }
@@ -1505,40 +1516,45 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
         if (warp == 8 && lane == 0) {
             int j = 0, it = 0;
+            const int half = a.ntn / NT;
             const uint64_t once = l2_policy(L2_FIRST), keep = l2_policy(L2_LAST);
             for (int q = 0; q < nrb; q++) {
                 const int m0 = ((int)blockIdx.x + q * G) * BM, u = q & 1;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
                 if (q >= 2) mbar_wait(xempty + u, (unsigned)((q >> 1) - 1) & 1);
-                mbar_expect_tx(xfull + u, KT * BM * BK + (R > 0 ? KT * (BM / 2) * BK : 0));
+                mbar_expect_tx(xfull + u, KT * BM * BK + (R > 0 ? NT * KT * (BM / 2) * BK : 0));
                 for (int kt = 0; kt < KT; kt++) {
                     tma_load_2d(Xr + (u * 4 + kt) * BM * BK, &tmx, kt * BK, m0, xfull + u, once);
-                    if (R > 0) { /* B boxes of 32 pairs */
-                        const int kb = (int)(a.aoff + a_span(1, a.N)) + kt * BK;
-                        int8_t *bb = Br + (u * 4 + kt) * (BM / 2) * BK;
-                        tma_load_2d(bb, &tmb, kb, p0, xfull + u, keep);
-                        tma_load_2d(bb + 32 * BK, &tmb, kb, p0 + 32, xfull + u, keep);
-                    }
+                    if (R > 0) /* B boxes of 32 pairs */
+                        for (int tn = 0; tn < NT; tn++) {
+                            const int kb = (int)((tn ? a.aoff2 : a.aoff) + a_span(1, a.N)) + kt * BK;
+                            int8_t *bb = Br + ((u * NT + tn) * 4 + kt) * (BM / 2) * BK;
+                            tma_load_2d(bb, &tmb, kb, p0, xfull + u, keep);
+                            tma_load_2d(bb + 32 * BK, &tmb, kb, p0 + 32, xfull + u, keep);
+                        }
                 }
-                for (int ni = 0; ni < a.ntn; ni++, it++)
+                for (int ni = 0; ni < a.ntn; ni++, it++) {
+                    const int tn = DUAL && ni >= half, n0 = (ni - tn * half) * BN;
                     for (int kt = 0; kt < KT; kt++, j++) {
-                        const int st = j % MX_STAGES;
-                        if (j >= MX_STAGES) mbar_wait(empty + st, (unsigned)(j / MX_STAGES - 1) & 1);
+                        const int st = j % S;
+                        if (j >= S) mbar_wait(empty + st, (unsigned)(j / S - 1) & 1);
                         if (R > 0 && kt == 0 && it >= MX_AS) mbar_wait(aempty + it % MX_AS, (unsigned)(it / MX_AS - 1) & 1);
                         mbar_expect_tx(full + st, BN * BK + (R > 0 && kt == 0 ? (BM / 2) * BN : 0));
-                        tma_load_2d(Ws + st * BN * BK, &tmw, kt * BK, ni * BN, full + st, keep);
-                        if (R > 0 && kt == 0) tma_load_2d(As + (it % MX_AS) * (BM / 2) * BN, &tmn, (int)a.aoff + ni * BN, p0, full + st, keep);
+                        tma_load_2d(Ws + st * BN * BK, tn ? &tmw2 : &tmw, kt * BK, n0, full + st, keep);
+                        if (R > 0 && kt == 0)
+                            tma_load_2d(As + (it % MX_AS) * (BM / 2) * BN, &tmn, (int)(tn ? a.aoff2 : a.aoff) + n0, p0, full + st, keep);
                     }
+                }
             }
         }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     if (nrb == 0) return;
-    if (warp < 4) mmx_consume<R, 0, EP, KT>(a, Ws, Xr, Br, As, ts, full, empty, xfull, xempty, aempty, nrb, tid);
-    else mmx_consume<R, 1, EP, KT>(a, Ws, Xr, Br, As, ts, full, empty, xfull, xempty, aempty, nrb, tid);
+    if (warp < 4) mmx_consume<R, 0, EP, KT, DUAL>(a, Ws, Xr, Br, As, ts, full, empty, xfull, xempty, aempty, nrb, tid);
+    else mmx_consume<R, 1, EP, KT, DUAL>(a, Ws, Xr, Br, As, ts, full, empty, xfull, xempty, aempty, nrb, tid);
 #else
-    (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
+    (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; (void)tmw2; /* not launched: the host checks wgmma_probe first */
 #endif
 }
 
@@ -1594,8 +1610,8 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
             __syncwarp();
         }
         const int8_t *Ab = As + (it & 1) * 2 * (BM / 2) * BN;
-        wg_frag_direct<MODE_RESID, R, 0>(a, d0, Ab, tsp, m0, 0, warp, gid, tig, ot[0], aempty + (it & 1));
-        wg_frag_direct<MODE_RESID, R, 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, BN, warp, gid, tig, ot[1], aempty + (it & 1));
+        wg_frag_direct<MODE_RESID, R, 0>(a, d0, Ab, tsp, m0, 0, warp, gid, tig, ot[0], aempty + (it & 1), a.Y);
+        wg_frag_direct<MODE_RESID, R, 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
     }
 }
 #endif
@@ -2726,6 +2742,7 @@ struct CudaImpl {
     bool mmd;                 /* the N = 256 RESID GEMM (down) with W's permuted copy in mmd_kernel (128 x 256 tiles; EGG_CUDA_WIDE=0: mmw_kernel) */
     bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
 #endif
+    bool dual;                /* Wf.x and Wh.x in one mmx_kernel launch (DUAL; EGG_CUDA_DUAL=0: a launch each) */
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
     cudaGraph_t graph;        /* the training forward (all timesteps), captured once */
     cudaGraphExec_t gexec;
@@ -2808,7 +2825,9 @@ static PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder(void) {
     return (PFN_cuTensorMapEncodeTiled_v12000)fn;
 }
 #endif
-static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
+/* one launch of GEMM a; where a has a second matrix (a.Y2) and the mmx_kernel path runs both in that launch,
+ * *both = 1 (else the second is left to launch_mm) */
+static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) {
     dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN, 1);
 #ifdef EGG_MMP
     /* the update's GEMM (K = the pairs, ld = K, a multiple of 64) in the warp-specialised kernel: K split
@@ -2862,16 +2881,26 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
             CUtensorMap tmp; /* W's permuted copy: the direct epilogue */
             memset(&tmp, 0, sizeof tmp);
             if (a.Wp && a.N % BN == 0 && tmap_2d(c->tmap_encode, &tmp, a.Wp, a.K, a.N, a.ldw, BN)) {
-                const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas, smx = mmx_smem_bytes();
+                const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas;
                 if (mode == MODE_PLAIN && (a.K == 256 || a.K == 128) && c->mmx) { /* whole row blocks, X and B rows loaded once */
-#define MMX_GO(KT)                                                                                                  \
-    (a.r && a.s == 8 && a.pshift == 8  ? mmx_kernel<1, 2, KT><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn)  \
-     : a.r && a.s == 8 && a.pshift > 8 ? mmx_kernel<1, 1, KT><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn)  \
-     : a.r                             ? mmx_kernel<1, 0, KT><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn)  \
-                                       : mmx_kernel<0, 0, KT><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn))
-                    if (a.K == 256) MMX_GO(4);
-                    else MMX_GO(2);
+                    CUtensorMap tmp2; /* the second matrix's permuted copy (DUAL: both GEMMs in this launch) */
+                    memset(&tmp2, 0, sizeof tmp2);
+                    /* K = 128 only: at K = 256 one launch measured no faster than two (740 vs 729 us a pair) */
+                    const int dual = c->dual && a.K == 128 && a.Y2 && a.Wp2 && (((uintptr_t)a.Y2 | (uintptr_t)a.Wp2) & 15) == 0 &&
+                                     tmap_2d(c->tmap_encode, &tmp2, a.Wp2, a.K, a.N, a.ldw, BN);
+                    const int smx = mmx_smem_bytes(dual);
+                    if (dual) a.ntn *= 2;
+                    else tmp2 = tmp;
+#define MMX_GO(KT, D)                                                                                               \
+    (a.r && a.s == 8 && a.pshift == 8  ? mmx_kernel<1, 2, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2)  \
+     : a.r && a.s == 8 && a.pshift > 8 ? mmx_kernel<1, 1, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2)  \
+     : a.r                             ? mmx_kernel<1, 0, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2)  \
+                                       : mmx_kernel<0, 0, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2))
+                    if (dual) MMX_GO(2, 1);
+                    else if (a.K == 256) MMX_GO(4, 0);
+                    else MMX_GO(2, 0);
 #undef MMX_GO
+                    *both = dual;
                 } else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
                     mmw_kernel<MODE_PLAIN, 1, 2, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift > 8)
@@ -2933,6 +2962,16 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
     return 0;
 }
 
+/* GEMM a, and a's second matrix where it has one (a.Y2: in the same launch, or a second one) */
+static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
+    int both = 0, rc = launch_mm1(c, mode, a, &both, err);
+    if (rc || !a.Y2 || both) return rc;
+    MMArgs b = a;
+    b.W = a.W2; b.Wp = a.Wp2; b.aoff = a.aoff2; b.Y = a.Y2;
+    b.W2 = b.Wp2 = NULL; b.Y2 = NULL;
+    return launch_mm1(c, mode, b, &both, err);
+}
+
 static const int8_t *tp(const CudaImpl *c, int id) { return c->params + c->m->t[id].off; }
 
 /* One MM of the forward over `rows` rows [time][member] of x's members:
@@ -2942,7 +2981,7 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
     const egg_tensor *t = &c->m->t[id];
     MMArgs a;
     memset(&a, 0, sizeof a);
-    if (mx) { a.f = mx->f; a.xres = mx->xres; a.hs = mx->hs; a.rz = mx->rz; }
+    if (mx) { a.f = mx->f; a.xres = mx->xres; a.hs = mx->hs; a.rz = mx->rz; a.W2 = mx->W2; a.Wp2 = mx->Wp2; a.aoff2 = mx->aoff2; a.Y2 = mx->Y2; }
     a.X = X; a.ldx = t->cols; a.W = tp(c, id); a.ldw = t->cols;
     a.Wp = c->wperm && c->wp_ok[id] ? c->wperm + t->off : NULL;
     a.M = rows; a.N = t->rows; a.K = t->cols; a.wrap = x->n / 2;
@@ -3026,8 +3065,14 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             if ((rc = ln(c, rows, n, x->X, id0 + EGG_L_LN1, 2 * l, nz, x->XN, err))) return rc;
             prof_mark(c, P_LN);
             /* the input projections of the whole chunk at once */
-            if ((rc = mm(c, x, rows, id0 + EGG_L_WF, noisy, x->XN, x->TF, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
-            if ((rc = mm(c, x, rows, id0 + EGG_L_WH, noisy, x->XN, x->TH, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
+            { /* Wf.x and Wh.x: one launch reading the chunk's x once where mmx_kernel takes them (EGG_CUDA_DUAL=0: two) */
+                MMArgs m2;
+                memset(&m2, 0, sizeof m2);
+                const int ih = id0 + EGG_L_WH;
+                m2.W2 = tp(c, ih); m2.Wp2 = c->wperm && c->wp_ok[ih] ? c->wperm + c->m->t[ih].off : NULL; m2.aoff2 = c->noff[ih];
+                m2.Y2 = x->TH;
+                if ((rc = mm(c, x, rows, id0 + EGG_L_WF, noisy, x->XN, x->TF, MODE_PLAIN, NULL, -1, NULL, NULL, &m2, err))) return rc;
+            }
             prof_mark(c, P_MM_X);
             /* the recurrence: f = Uf.h + Wf.x + bf, g = gate(f, h); c = Uh.g + Wh.x + bh, h' = mix(f, c, h),
              * R = h' + x (state reset where the next token is 0); one kernel for the chunk, or two GEMMs per timestep */
@@ -3612,13 +3657,16 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
 #undef MMWP_ATTR
 #undef MMW_ATTR
             const char *ex = getenv("EGG_CUDA_XRES");
-            c->mmx = !(ex && atoi(ex) == 0) && (size_t)mmx_smem_bytes() <= prop.sharedMemPerBlockOptin;
+            c->mmx = !(ex && atoi(ex) == 0) && (size_t)mmx_smem_bytes(1) <= prop.sharedMemPerBlockOptin;
             if (c->mmx) {
-#define MMX_ATTR(R, EP, KT) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes()));
-                MMX_ATTR(1, 2, 4) MMX_ATTR(1, 1, 4) MMX_ATTR(1, 0, 4) MMX_ATTR(0, 0, 4)
-                MMX_ATTR(1, 2, 2) MMX_ATTR(1, 1, 2) MMX_ATTR(1, 0, 2) MMX_ATTR(0, 0, 2)
+#define MMX_ATTR(R, EP, KT, D) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes(D)));
+                MMX_ATTR(1, 2, 4, 0) MMX_ATTR(1, 1, 4, 0) MMX_ATTR(1, 0, 4, 0) MMX_ATTR(0, 0, 4, 0)
+                MMX_ATTR(1, 2, 2, 0) MMX_ATTR(1, 1, 2, 0) MMX_ATTR(1, 0, 2, 0) MMX_ATTR(0, 0, 2, 0)
+                MMX_ATTR(1, 2, 2, 1) MMX_ATTR(1, 1, 2, 1) MMX_ATTR(1, 0, 2, 1) MMX_ATTR(0, 0, 2, 1)
 #undef MMX_ATTR
             }
+            const char *e2 = getenv("EGG_CUDA_DUAL");
+            c->dual = !(e2 && atoi(e2) == 0);
             const char *ed = getenv("EGG_CUDA_WIDE");
             c->mmd = !(ed && atoi(ed) == 0) && (size_t)mmd_smem_bytes() <= prop.sharedMemPerBlockOptin;
             if (c->mmd) {
