@@ -62,15 +62,19 @@ EGG_HD uint64_t egg_noise_key(uint64_t seed, uint32_t epoch, uint32_t tensor, ui
 
 /* Noise value at index idx of the vector with this key: the sum of twelve
  * uniform 4-bit values (low 48 bits of a hash) minus their mean 90. Mean 0,
- * variance 12 * 255/12 = 255 (sd 15.97, i.e. ~N(0, 16^2)), range -90..90. */
-EGG_HD int egg_noise(uint64_t key, uint32_t idx) {
-    const uint64_t h = egg_mix64(key + (uint64_t)(idx + 1) * EGG_GOLDEN);
+ * variance 12 * 255/12 = 255 (sd 15.97, i.e. ~N(0, 16^2)), range -90..90.
+ * egg_noise_at takes the hash input z = key + (idx + 1) * EGG_GOLDEN: a run of
+ * indices is a run of z a golden step apart (GPU kernels walk it with one
+ * 64-bit add per value). */
+EGG_HD int egg_noise_at(uint64_t z) {
+    const uint64_t h = egg_mix64(z);
     /* in 32-bit words (a GPU has no 64-bit integer unit): nibble pairs to bytes (<= 30), the two high
      * bytes' sums added into the low word's (<= 60), then its four bytes summed (<= 180) by a multiply */
     const uint32_t lo = (uint32_t)h, hi = (uint32_t)(h >> 32) & 0xffffu;
     const uint32_t s = (lo & 0x0f0f0f0fu) + ((lo >> 4) & 0x0f0f0f0fu) + (hi & 0x0f0fu) + ((hi >> 4) & 0x0f0fu);
     return (int)((s * 0x01010101u) >> 24) - 90;
 }
+EGG_HD int egg_noise(uint64_t key, uint32_t idx) { return egg_noise_at(key + (uint64_t)(idx + 1) * EGG_GOLDEN); }
 
 /* ------------------------------------------------------------- EGG-LN */
 

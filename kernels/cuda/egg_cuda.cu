@@ -2596,6 +2596,21 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
     if (threadIdx.x < NOISE_PP && pb + (int)threadIdx.x < np) skey[threadIdx.x] = egg_noise_key(seed, epoch, id, p0 + (uint32_t)(pb + threadIdx.x));
     __syncthreads();
     const uint32_t rN = (uint32_t)(r * N);
+    if (R1 && N % 4 == 0 && K % 4 == 0) { /* four values a thread, their hash inputs a golden step apart, one 32-bit store */
+        for (int q = 0; q < NOISE_PP && pb + q < np; q++) {
+            int8_t *blob = noise + (size_t)(pb + q) * pstride + off;
+            for (uint32_t i = 4 * threadIdx.x; i < len; i += 4 * blockDim.x) {
+                const bool b = kind != EGG_T_VEC && (is_emb || i >= rN); /* B: blob at a_span(1, N) (embedding: B only) */
+                uint64_t z = skey[q] + (uint64_t)((b && is_emb ? rN + i : i) + 1) * EGG_GOLDEN;
+                const uint32_t dst = b && !is_emb ? (uint32_t)a_span(1, N) + (i - rN) : i;
+                unsigned w = 0;
+#pragma unroll
+                for (int e = 0; e < 4; e++, z += EGG_GOLDEN) w |= (unsigned)(egg_noise_at(z) & 0xff) << (8 * e);
+                *(unsigned *)(blob + dst) = w;
+            }
+        }
+        return;
+    }
     for (int q = 0; q < NOISE_PP && pb + q < np; q++) {
         const uint64_t key = skey[q];
         int8_t *blob = noise + (size_t)(pb + q) * pstride + off;
@@ -2629,27 +2644,31 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t
     __shared__ __align__(16) int8_t T[UPD_ROWS][256];
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     const int e = col / r, j = col % r, r0 = blockIdx.y * UPD_ROWS, r1 = min(N + K, r0 + UPD_ROWS);
-    uint64_t key = 0;
-    int sg = 0;
-    const int8_t *own = NULL;
+    int8_t v[UPD_ROWS];
     if (e < E) {
-        const int p = ek[e];
-        if (blob && p >= plo && p < phi) own = blob + (size_t)(p - plo) * pstride;
-        else key = egg_noise_key(seed, epoch, id, (uint32_t)p);
-        sg = es[e];
-    }
-    bytes16 ov;
-    if (own) ov.v = __ldg((const int4 *)(own + (r0 < N ? (size_t)j * N + r0 : bspan + (size_t)j * K + (r0 - N))));
+        const int p = ek[e], sg = es[e];
+        if (blob && p >= plo && p < phi) { /* this rank's pair: 16 bytes of its blob row (16 | N) */
+            bytes16 ov;
+            const int8_t *own = blob + (size_t)(p - plo) * pstride;
+            ov.v = __ldg((const int4 *)(own + (r0 < N ? (size_t)j * N + r0 : bspan + (size_t)j * K + (r0 - N))));
 #pragma unroll
-    for (int q = 0; q < UPD_ROWS; q++) { /* rows 0..N-1: Lm, N..N+K-1: Rm */
-        const int row = r0 + q;
-        int8_t v = 0;
-        if (e < E && row < r1) {
-            if (row < N) v = (int8_t)(sg * (own ? ov.b[q] : egg_noise(key, (uint32_t)(row * r + j))));
-            else v = own ? ov.b[q] : (int8_t)egg_noise(key, (uint32_t)(N * r + (row - N) * r + j));
+            for (int q = 0; q < UPD_ROWS; q++) v[q] = (int8_t)(r0 + q < N ? sg * ov.b[q] : ov.b[q]);
+        } else { /* hashed (a branch, not a select: a warp of own entries skips it): row `row` (A rows 0..N-1,
+                  * then B rows) is noise index row * r + j, the rows' hash inputs a step of r golden apart */
+            uint64_t z = egg_noise_key(seed, epoch, id, (uint32_t)p) + (uint64_t)(r0 * r + j + 1) * EGG_GOLDEN;
+            const uint64_t dz = (uint64_t)r * EGG_GOLDEN;
+#pragma unroll
+            for (int q = 0; q < UPD_ROWS; q++, z += dz) {
+                const int nv = egg_noise_at(z);
+                v[q] = (int8_t)(r0 + q < N ? sg * nv : nv);
+            }
         }
-        T[q][threadIdx.x] = v;
+    } else {
+#pragma unroll
+        for (int q = 0; q < UPD_ROWS; q++) v[q] = 0;
     }
+#pragma unroll
+    for (int q = 0; q < UPD_ROWS; q++) T[q][threadIdx.x] = r0 + q < r1 ? v[q] : (int8_t)0;
     __syncthreads();
     const int row = r0 + (threadIdx.x >> 4), c = blockIdx.x * blockDim.x + (threadIdx.x & 15) * 16; /* Kp: a multiple of 64 */
     if (row < r1 && c < Kp)
