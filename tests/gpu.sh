@@ -53,7 +53,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # The GEMMs with K = 128 or 256 (Wf, Wh, up, head) take whole row blocks with their X and B rows resident and
 # each tile's epilogue under the next tile's MMAs (mmx_kernel; EGG_CUDA_XRES=0: mmw_kernel's tile at a time); down
 # (N = 256) takes 128 x 256 tiles (mmd_kernel; EGG_CUDA_WIDE=0: mmw_kernel). At hidden 128, Wf.x and Wh.x run in one
-# mmx_kernel launch that reads x once (EGG_CUDA_DUAL=0: a launch each).
+# mmx_kernel launch that reads x once (EGG_CUDA_DUAL=0: a launch each). On sm_90a the update's vote GEMMs of all
+# matrices run as one launch over a work list (EGG_CUDA_UGROUP=0: a launch per matrix).
 # (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136
 # blocks on 132 SMs), EGG_CUDA_RCHUNK=0 and every other shape use two GEMMs per timestep;
 # EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow
@@ -101,6 +102,7 @@ configs=(
   "h256-r1-gemm-tile-at-a-time|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_XRES=0 EGG_CUDA_WIDE=0"
   "h128-r1-wf-wh-a-launch-each|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_DUAL=0"
   "h128-r1-wf-wh-one-launch-3ctas|--hidden 128 --layers 2 --rank 1 --pop 384 --seq 7 --sigma-shift 5|EGG_CUDA_MMP=3"
+  "h96-r2-update-gemm-per-matrix|--hidden 96 --layers 2 --rank 2 --pop 130 --seq 6|EGG_CUDA_UGROUP=0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

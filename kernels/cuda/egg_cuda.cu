@@ -105,6 +105,10 @@ struct MMArgs {
     /* a second GEMM of the same X and shape in the same launch (Wf and Wh: mmx_kernel's DUAL, X read once; elsewhere
      * launch_mm runs it as a second launch): its weights, their permuted copy, its noise offset and output */
     const int8_t *W2, *Wp2; size_t aoff2; int8_t *Y2;
+    /* MODE_UPDATE over every matrix in one launch (mmw_kernel): X, W the matrices' operand rows stacked, tile g is
+     * items[g] = {X row, W row, matrix, first k-step}; matrix t's rows start at gtab[t].x in X, .y in W, it has
+     * gtab[t].z rows and .w columns, its votes at Z + gzoff[t] */
+    const int4 *items; int nitems; const int4 *gtab; const long long *gzoff;
 };
 /* the W row that row o of its permuted copy holds: in each block of 128 rows, row 8 jn + 2 tig + b holds
  * 64 (jn / 8) + 16 tig + 2 (jn % 8) + b: a wgmma accumulator's columns 8 jn + 2 tig (+1), jn < 16, become two runs
@@ -1217,19 +1221,27 @@ __host__ __device__ constexpr int mmw_smem_bytes() {
 /* walked incrementally: the CTA's tiles are blockIdx.x + it * gridDim.x, so (kz, mi, ni) advance by the
  * decomposition of gridDim.x with carries (the divisions once per CTA) */
 struct MmwTiles {
-    int kz, mi, ni, dkz, dmi, dni;
+    int kz, mi, ni, dkz, dmi, dni, g;
     __device__ __forceinline__ MmwTiles(const MMArgs &a) {
-        const int mn = a.mtn * a.ntn, g = (int)blockIdx.x, G = (int)gridDim.x;
+        const int mn = a.mtn * a.ntn, G = (int)gridDim.x;
+        g = (int)blockIdx.x;
         kz = g / mn; mi = (g % mn) / a.ntn; ni = g % a.ntn;
         dkz = G / mn; dmi = (G % mn) / a.ntn; dni = G % a.ntn;
     }
     __device__ __forceinline__ void get(const MMArgs &a, int per, int KT, int &m0, int &n0, int &kt0, int &ktn) const {
-        m0 = mi * BM;
-        n0 = ni * BN;
-        kt0 = kz * per;
+        if (a.items) { /* the grouped update's work list */
+            const int4 w = a.items[g];
+            m0 = w.x; n0 = w.y; kt0 = w.w;
+        } else {
+            m0 = mi * BM;
+            n0 = ni * BN;
+            kt0 = kz * per;
+        }
         ktn = min(per, KT - kt0);
     }
     __device__ __forceinline__ void next(const MMArgs &a) {
+        g += (int)gridDim.x;
+        if (a.items) return;
         ni += dni;
         if (ni >= a.ntn) ni -= a.ntn, mi++;
         mi += dmi;
@@ -1285,15 +1297,23 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
         wg_wait<0>();
         mbar_arrive(empty + pst);
         if (MODE == MODE_UPDATE) { /* this K piece's partial votes into Z (int32; zeros skipped) */
+            int mb = 0, ob = 0, Mt = a.M, Nt = a.N;
+            int32_t *Z = a.Z;
+            if (a.items) { /* the tile's matrix: its first rows in X and W, its shape and votes */
+                const int t = a.items[tl.g].z;
+                const int4 tt = a.gtab[t];
+                mb = tt.x; ob = tt.y; Mt = tt.z; Nt = tt.w;
+                Z = a.Z + a.gzoff[t];
+            }
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
-                const int m = m0 + warp * 16 + gid + hr * 8;
+                const int m = m0 + warp * 16 + gid + hr * 8 - mb;
 #pragma unroll
                 for (int jn = 0; jn < 16; jn++)
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
-                        const int o = n0 + jn * 8 + tig * 2 + e, v = d[jn * 4 + hr * 2 + e];
-                        if (v && m < a.M && o < a.N) atomicAdd(&a.Z[(size_t)m * a.N + o], v);
+                        const int o = n0 + jn * 8 + tig * 2 + e - ob, v = d[jn * 4 + hr * 2 + e];
+                        if (v && m < Mt && o < Nt) atomicAdd(&Z[(size_t)m * Nt + o], v);
                     }
             }
             continue;
@@ -1342,7 +1362,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
     }
     __syncthreads();
     const int KT = (a.K + BK - 1) / BK, per = a.ksplit > 0 ? a.ksplit / BK : KT; /* k-steps per tile */
-    const int ntiles = a.mtn * a.ntn * ((KT + per - 1) / per), G = (int)gridDim.x;
+    const int ntiles = a.items ? a.nitems : a.mtn * a.ntn * ((KT + per - 1) / per), G = (int)gridDim.x;
     const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0;
     const bool turns = 2 * per <= WS_STAGES;
     if (warp == 8) { /* producer: one thread walks the jobs (tile, k-step) */
@@ -2744,6 +2764,16 @@ struct CudaImpl {
     int *ek; int8_t *es; int ecap;
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
+    /* the grouped update (one GEMM launch for every matrix; EGG_CUDA_UGROUP=0: a launch per matrix): each matrix's
+     * first operand rows in the stacked Lm / Rm (gA, gB), its votes' offset in Zg; gsumA/B their rows in all */
+    int ugroup;
+    std::vector<int> gA, gB;
+    std::vector<long long> gZ;
+    int gsumA, gsumB;
+    int8_t *Lg; size_t gcap;  /* [gsumA + gsumB][Kp] */
+    int32_t *Zg;              /* every matrix's votes */
+    int4 *gitems; int gicap;  /* the GEMM's work list */
+    int4 *gtab; long long *gzoff;
     int smem, nsm;
     int rchunk;               /* H = 128/256 on sm_90a: a chunk's recurrence in one launch (EGG_CUDA_RCHUNK=0: two GEMMs per timestep) */
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
@@ -3269,10 +3299,80 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     CK(cudaMemsetAsync(c->changed, 0, sizeof(unsigned long long), c->st));
     prof_start(c);
     const int Kp = ((E * r + BK - 1) / BK) * BK > 0 ? ((E * r + BK - 1) / BK) * BK : BK;
+    int grouped = 0;
+#ifdef EGG_MMP
+    if (E && c->ugroup) { /* the stacked operands where a quarter of the free memory holds them */
+        const size_t need = (size_t)(c->gsumA + c->gsumB) * Kp;
+        if (need > c->gcap) {
+            size_t fr = 0, tot = 0;
+            cudaFree(c->Lg);
+            c->Lg = NULL; c->gcap = 0;
+            if (cudaMemGetInfo(&fr, &tot) == cudaSuccess && need <= fr / 4 && cudaMalloc(&c->Lg, need) == cudaSuccess) c->gcap = need;
+            cudaGetLastError();
+        }
+        grouped = c->Lg != NULL;
+    }
+    if (grouped) {
+        int8_t *Lg = c->Lg, *Rg = c->Lg + (size_t)c->gsumA * Kp;
+        const int KT = Kp / BK;
+        int tiles = 0;
+        for (int id = 0; id < m->ntensors; id++) {
+            const egg_tensor *t = &m->t[id];
+            if (t->kind == EGG_T_VEC) continue;
+            const int N = t->rows, K = t->cols;
+            tiles += ((N + BM - 1) / BM) * ((K + BN - 1) / BN);
+            dim3 g((unsigned)((Kp + 255) / 256), (unsigned)((N + K + UPD_ROWS - 1) / UPD_ROWS));
+            const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch && id != EGG_T_EMB && N % 16 == 0 && K % 16 == 0;
+            upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, r, seed, epoch, (uint32_t)id, c->ek, c->es,
+                                                      blob ? c->noise + c->noff[id] : NULL, c->pstride, a_span(r, N), c->m0 / 2,
+                                                      c->m1 / 2, Lg + (size_t)c->gA[id] * Kp, Rg + (size_t)c->gB[id] * Kp);
+            CKL();
+        }
+        prof_mark(c, P_UPD_OP);
+        /* the work list: every matrix's 128 x 128 tiles, K in pieces so that the CTAs each take ~8 items */
+        const int pieces = (8 * c->mmw_ctas + tiles - 1) / tiles, per = (KT + pieces - 1) / pieces;
+        std::vector<int4> items;
+        for (int id = 0; id < m->ntensors; id++) {
+            const egg_tensor *t = &m->t[id];
+            if (t->kind == EGG_T_VEC) continue;
+            for (int kz = 0; kz * per < KT; kz++)
+                for (int mi = 0; mi * BM < t->rows; mi++)
+                    for (int ni = 0; ni * BN < t->cols; ni++) items.push_back(make_int4(c->gA[id] + mi * BM, c->gB[id] + ni * BN, id, kz * per));
+        }
+        if ((int)items.size() > c->gicap) {
+            cudaFree(c->gitems);
+            c->gicap = (int)items.size();
+            CK(cudaMalloc(&c->gitems, sizeof(int4) * items.size()));
+        }
+        CK(cudaMemcpyAsync(c->gitems, items.data(), sizeof(int4) * items.size(), cudaMemcpyHostToDevice, c->st));
+        MMArgs a;
+        memset(&a, 0, sizeof a);
+        a.X = Lg; a.ldx = Kp; a.W = Rg; a.ldw = Kp; a.M = c->gsumA; a.N = c->gsumB; a.K = Kp; a.Z = c->Zg;
+        a.mtn = a.ntn = 1; a.ksplit = per * BK; a.tma = 1;
+        a.items = c->gitems; a.nitems = (int)items.size(); a.gtab = c->gtab; a.gzoff = c->gzoff;
+        CUtensorMap tmx, tmw;
+        memset(&tmx, 0, sizeof tmx);
+        memset(&tmw, 0, sizeof tmw);
+        if (!tmap_2d(c->tmap_encode, &tmx, Lg, Kp, c->gsumA, Kp, BM) || !tmap_2d(c->tmap_encode, &tmw, Rg, Kp, c->gsumB, Kp, BN))
+            return egg_fail(err, EGG_ERUNTIME, "GPU %d: could not describe the update's operands to TMA", c->dev);
+        const int nw = a.nitems < c->mmw_ctas ? a.nitems : c->mmw_ctas;
+        mmw_kernel<MODE_UPDATE, 0><<<nw, WS_THREADS, mmw_smem_bytes(), c->st>>>(a, tmx, tmw, tmx, tmx);
+        CKL();
+        for (int id = 0; id < m->ntensors; id++) {
+            const egg_tensor *t = &m->t[id];
+            if (t->kind == EGG_T_VEC) continue;
+            upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Zg + c->gZ[id], thr, c->params + t->off, c->changed,
+                                                                                   c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols);
+            CKL();
+        }
+        prof_mark(c, P_UPD_MM);
+    }
+#endif
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
         int8_t *w = c->params + t->off;
         if (!E) break;
+        if (grouped && t->kind != EGG_T_VEC) continue; /* done above */
 
         if (t->kind == EGG_T_VEC) {
             dim3 g((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)((t->rows + 127) / 128));
@@ -3463,6 +3563,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->train.X) ctx_free(&c->train);
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
+    cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff);
     cudaFree(c->params); cudaFree(c->wperm); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
 #ifdef EGG_HAVE_NCCL
     if (c->have_comm) ncclCommDestroy(c->comm);
@@ -3684,6 +3785,30 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 MMX_ATTR(1, 2, 2, 0) MMX_ATTR(1, 1, 2, 0) MMX_ATTR(1, 0, 2, 0) MMX_ATTR(0, 0, 2, 0)
                 MMX_ATTR(1, 2, 2, 1) MMX_ATTR(1, 1, 2, 1) MMX_ATTR(1, 0, 2, 1) MMX_ATTR(0, 0, 2, 1)
 #undef MMX_ATTR
+            }
+            { /* the grouped update: every matrix's operand rows stacked, its votes in Zg (EGG_CUDA_UGROUP=0: off) */
+                const char *eg = getenv("EGG_CUDA_UGROUP");
+                c->ugroup = !(eg && atoi(eg) == 0);
+                const int nt = m->ntensors;
+                c->gA.assign((size_t)nt, 0); c->gB.assign((size_t)nt, 0); c->gZ.assign((size_t)nt, 0);
+                std::vector<int4> tab((size_t)nt, make_int4(0, 0, 0, 0));
+                long long zs = 0;
+                c->gsumA = c->gsumB = 0;
+                for (int id = 0; id < nt; id++) {
+                    const egg_tensor *t = &m->t[id];
+                    if (t->kind == EGG_T_VEC) continue;
+                    c->gA[id] = c->gsumA; c->gB[id] = c->gsumB; c->gZ[id] = zs;
+                    tab[id] = make_int4(c->gsumA, c->gsumB, t->rows, t->cols);
+                    c->gsumA += t->rows; c->gsumB += t->cols; zs += (long long)t->size;
+                }
+                if (c->ugroup) {
+                    CK(cudaMalloc(&c->Zg, sizeof(int32_t) * (size_t)(zs > 0 ? zs : 1)));
+                    CK(cudaMemset(c->Zg, 0, sizeof(int32_t) * (size_t)(zs > 0 ? zs : 1)));
+                    CK(cudaMalloc(&c->gtab, sizeof(int4) * (size_t)nt));
+                    CK(cudaMalloc(&c->gzoff, sizeof(long long) * (size_t)nt));
+                    CK(cudaMemcpy(c->gtab, tab.data(), sizeof(int4) * (size_t)nt, cudaMemcpyHostToDevice));
+                    CK(cudaMemcpy(c->gzoff, c->gZ.data(), sizeof(long long) * (size_t)nt, cudaMemcpyHostToDevice));
+                }
             }
             const char *e2 = getenv("EGG_CUDA_DUAL");
             c->dual = !(e2 && atoi(e2) == 0);
