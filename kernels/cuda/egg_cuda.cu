@@ -3278,6 +3278,20 @@ static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, 
     return 0;
 }
 
+/* matrix id's update operands Lm [N][Kp] (sign * A) and Rm [K][Kp] (B) of the step's E entries: this rank's pairs
+ * from the eval's noise blob where it holds this step's noise (not the embedding's: its blob has B only), the
+ * others hashed */
+static int upd_operands(CudaImpl *c, int id, int E, int Kp, uint64_t seed, uint32_t epoch, int8_t *Lm, int8_t *Rm, egg_err *err) {
+    const egg_tensor *t = &c->m->t[id];
+    const int N = t->rows, K = t->cols;
+    const dim3 g((unsigned)((Kp + 255) / 256), (unsigned)((N + K + UPD_ROWS - 1) / UPD_ROWS));
+    const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch && id != EGG_T_EMB && N % 16 == 0 && K % 16 == 0;
+    upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, c->r, seed, epoch, (uint32_t)id, c->ek, c->es, blob ? c->noise + c->noff[id] : NULL,
+                                              c->pstride, a_span(c->r, N), c->m0 / 2, c->m1 / 2, Lm, Rm);
+    CKL();
+    return 0;
+}
+
 static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epoch, const int8_t *fit, int tau,
                        egg_update_stats *stt, egg_err *err) {
     CudaImpl *c = (CudaImpl *)be->impl;
@@ -3321,12 +3335,8 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
             if (t->kind == EGG_T_VEC) continue;
             const int N = t->rows, K = t->cols;
             tiles += ((N + BM - 1) / BM) * ((K + BN - 1) / BN);
-            dim3 g((unsigned)((Kp + 255) / 256), (unsigned)((N + K + UPD_ROWS - 1) / UPD_ROWS));
-            const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch && id != EGG_T_EMB && N % 16 == 0 && K % 16 == 0;
-            upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, r, seed, epoch, (uint32_t)id, c->ek, c->es,
-                                                      blob ? c->noise + c->noff[id] : NULL, c->pstride, a_span(r, N), c->m0 / 2,
-                                                      c->m1 / 2, Lg + (size_t)c->gA[id] * Kp, Rg + (size_t)c->gB[id] * Kp);
-            CKL();
+            int rc = upd_operands(c, id, E, Kp, seed, epoch, Lg + (size_t)c->gA[id] * Kp, Rg + (size_t)c->gB[id] * Kp, err);
+            if (rc) return rc;
         }
         prof_mark(c, P_UPD_OP);
         /* the work list: every matrix's 128 x 128 tiles, K in pieces so that the CTAs each take ~8 items */
@@ -3387,19 +3397,13 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
                 CK(cudaMalloc(&c->Lm, need));
             }
             c->Rm = c->Lm + (size_t)N * Kp;
-            dim3 g((unsigned)((Kp + 255) / 256), (unsigned)((N + K + UPD_ROWS - 1) / UPD_ROWS));
-            /* this rank's pairs from the eval's noise blob where it holds this step's noise (not the embedding's: its blob has B only) */
-            const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch && id != EGG_T_EMB && N % 16 == 0 && K % 16 == 0;
-            upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, r, seed, epoch, (uint32_t)id, c->ek, c->es,
-                                                      blob ? c->noise + c->noff[id] : NULL, c->pstride, a_span(r, N),
-                                                      c->m0 / 2, c->m1 / 2, c->Lm, c->Rm);
-            CKL();
+            int rc = upd_operands(c, id, E, Kp, seed, epoch, c->Lm, c->Rm, err);
+            if (rc) return rc;
             prof_mark(c, P_UPD_OP);
             MMArgs a;
             memset(&a, 0, sizeof a);
             a.X = c->Lm; a.ldx = Kp; a.W = c->Rm; a.ldw = Kp; a.M = N; a.N = K; a.K = Kp; a.Z = c->Z;
-            int rc = launch_mm(c, MODE_UPDATE, a, err);
-            if (rc) return rc;
+            if ((rc = launch_mm(c, MODE_UPDATE, a, err))) return rc;
         }
         upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Z, thr, w, c->changed,
                                                                                c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols);
