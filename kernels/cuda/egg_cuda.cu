@@ -2656,10 +2656,15 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
  * of this rank's own pairs (plo <= pair < phi) is copied from the step's noise blob (blob: its A [r][N], B at
  * + bspan [r][K]; N and K multiples of 16, so a block's 16 rows are one aligned 16-byte load) instead of
  * hashed again; NULL blob: every entry hashed */
-#define UPD_ROWS 16 /* operand rows per block: an entry's key (three mix64 rounds) once per 16 rows */
-__global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t seed, uint32_t epoch, uint32_t id,
-                                    const int *ek, const int8_t *es, const int8_t *blob, size_t pstride, size_t bspan,
-                                    int plo, int phi, int8_t *Lm, int8_t *Rm) {
+#define UPD_ROWS 16 /* operand rows per block */
+/* the step's noise keys of every entry and tensor: keys[id * E + e] (three mix64 rounds each, once per step rather
+ * than once per 16 operand rows or 32 vector elements) */
+__global__ void upd_keys_kernel(int E, uint64_t seed, uint32_t epoch, const int *ek, uint64_t *keys) {
+    const int e = blockIdx.x * blockDim.x + threadIdx.x, id = blockIdx.y;
+    if (e < E) keys[(size_t)id * E + e] = egg_noise_key(seed, epoch, (uint32_t)id, (uint32_t)ek[e]);
+}
+__global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, const uint64_t *keys, const int *ek, const int8_t *es,
+                                    const int8_t *blob, size_t pstride, size_t bspan, int plo, int phi, int8_t *Lm, int8_t *Rm) {
     /* the block's 16 rows x 256 columns go out through shared memory, 16 bytes per thread */
     __shared__ __align__(16) int8_t T[UPD_ROWS][256];
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
@@ -2675,7 +2680,7 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t
             for (int q = 0; q < UPD_ROWS; q++) v[q] = (int8_t)(r0 + q < N ? sg * ov.b[q] : ov.b[q]);
         } else { /* hashed (a branch, not a select: a warp of own entries skips it): row `row` (A rows 0..N-1,
                   * then B rows) is noise index row * r + j, the rows' hash inputs a step of r golden apart */
-            uint64_t z = egg_noise_key(seed, epoch, id, (uint32_t)p) + (uint64_t)(r0 * r + j + 1) * EGG_GOLDEN;
+            uint64_t z = keys[e] + (uint64_t)(r0 * r + j + 1) * EGG_GOLDEN;
             const uint64_t dz = (uint64_t)r * EGG_GOLDEN;
 #pragma unroll
             for (int q = 0; q < UPD_ROWS; q++, z += dz) {
@@ -2696,8 +2701,7 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, uint64_t
 }
 
 #define UPD_VEC_E 32 /* entries per block of the update's vector kernel */
-__global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint32_t id, const int *ek, const int8_t *es,
-                               int32_t *Z) {
+__global__ void upd_vec_kernel(int E, int n, const uint64_t *ekeys, const int8_t *es, int32_t *Z) {
     /* block (e-chunk, i-chunk): each thread one element i, a slice of UPD_VEC_E entries (entries on x: y is limited
      * to 65535); slices short enough that 16384 entries fill the GPU */
     const int i = blockIdx.y * blockDim.x + threadIdx.x;
@@ -2705,7 +2709,7 @@ __global__ void upd_vec_kernel(int E, int n, uint64_t seed, uint32_t epoch, uint
     __shared__ uint64_t keys[UPD_VEC_E]; /* the slice's keys, once per block */
     __shared__ int sgs[UPD_VEC_E];
     for (int q = threadIdx.x; q < e1 - e0; q += blockDim.x) {
-        keys[q] = egg_noise_key(seed, epoch, id, (uint32_t)ek[e0 + q]);
+        keys[q] = ekeys[e0 + q];
         sgs[q] = es[e0 + q];
     }
     __syncthreads();
@@ -2762,6 +2766,7 @@ struct CudaImpl {
     int8_t *Lm, *Rm;
     size_t upd_cap;
     int *ek; int8_t *es; int ecap;
+    uint64_t *ukeys; size_t ukcap; /* [tensors][E]: the update's noise keys of the step (upd_keys_kernel) */
     unsigned long long *changed;
     int32_t *Z;               /* update votes of the largest tensor */
     /* the grouped update (one GEMM launch for every matrix; EGG_CUDA_UGROUP=0: a launch per matrix): each matrix's
@@ -3286,7 +3291,7 @@ static int upd_operands(CudaImpl *c, int id, int E, int Kp, uint64_t seed, uint3
     const int N = t->rows, K = t->cols;
     const dim3 g((unsigned)((Kp + 255) / 256), (unsigned)((N + K + UPD_ROWS - 1) / UPD_ROWS));
     const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch && id != EGG_T_EMB && N % 16 == 0 && K % 16 == 0;
-    upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, c->r, seed, epoch, (uint32_t)id, c->ek, c->es, blob ? c->noise + c->noff[id] : NULL,
+    upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, c->r, c->ukeys + (size_t)id * E, c->ek, c->es, blob ? c->noise + c->noff[id] : NULL,
                                               c->pstride, a_span(c->r, N), c->m0 / 2, c->m1 / 2, Lm, Rm);
     CKL();
     return 0;
@@ -3308,6 +3313,16 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     if (E) {
         CK(cudaMemcpyAsync(c->ek, ek.data(), sizeof(int) * (size_t)E, cudaMemcpyHostToDevice, c->st));
         CK(cudaMemcpyAsync(c->es, es.data(), (size_t)E, cudaMemcpyHostToDevice, c->st));
+    }
+    if (E) { /* every entry's noise key of every tensor, once */
+        const size_t nk = (size_t)E * m->ntensors;
+        if (nk > c->ukcap) {
+            cudaFree(c->ukeys);
+            c->ukcap = nk;
+            CK(cudaMalloc(&c->ukeys, sizeof(uint64_t) * nk));
+        }
+        upd_keys_kernel<<<dim3((unsigned)((E + 255) / 256), (unsigned)m->ntensors), 256, 0, c->st>>>(E, seed, epoch, c->ek, c->ukeys);
+        CKL();
     }
     const long long thr = egg_vote_threshold(tau, P);
     CK(cudaMemsetAsync(c->changed, 0, sizeof(unsigned long long), c->st));
@@ -3386,7 +3401,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
 
         if (t->kind == EGG_T_VEC) {
             dim3 g((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)((t->rows + 127) / 128));
-            upd_vec_kernel<<<g, 128, 0, c->st>>>(E, t->rows, seed, epoch, (uint32_t)id, c->ek, c->es, c->Z);
+            upd_vec_kernel<<<g, 128, 0, c->st>>>(E, t->rows, c->ukeys + (size_t)id * E, c->es, c->Z);
             CKL();
         } else {
             const int N = t->rows, K = t->cols;
@@ -3567,7 +3582,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->train.X) ctx_free(&c->train);
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
-    cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff);
+    cudaFree(c->ukeys); cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff);
     cudaFree(c->params); cudaFree(c->wperm); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
 #ifdef EGG_HAVE_NCCL
     if (c->have_comm) ncclCommDestroy(c->comm);
