@@ -3701,8 +3701,11 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     size_t fr = 0, total = 0;
     CK(cudaMemGetInfo(&fr, &total));
     const int tc = ctx_chunk(n, m->H, m->V, cfg->seq, chunk_budget());
+    /* params and their permuted copy, the noise blob, states, the chunk's activations, the largest update operands,
+     * the update's votes of every matrix (int32) and its noise keys (up to 2 entries a pair, every tensor) */
     size_t need = 2 * m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (2 + (size_t)m->L) + (size_t)tc * ctx_step_bytes(n, m->H, m->V) +
-                  (size_t)(m->H * 5 + m->V) * (size_t)(cfg->pop / 2 * cfg->rank * 2 + 32) + ((size_t)64 << 20);
+                  (size_t)(m->H * 5 + m->V) * (size_t)(cfg->pop / 2 * cfg->rank * 2 + 32) + 4 * m->nparams +
+                  sizeof(uint64_t) * (size_t)m->ntensors * (size_t)cfg->pop + ((size_t)64 << 20);
     if (need > fr) {
         delete c;
         return egg_fail(err, EGG_EINPUT, "GPU %d: this config needs about %.1f GB of device memory but %.1f GB are free; lower --pop (members per GPU) or --hidden/--seq, or use more ranks",
