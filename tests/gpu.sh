@@ -103,6 +103,9 @@ configs=(
   "h128-r1-wf-wh-a-launch-each|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_DUAL=0"
   "h128-r1-wf-wh-one-launch-3ctas|--hidden 128 --layers 2 --rank 1 --pop 384 --seq 7 --sigma-shift 5|EGG_CUDA_MMP=3"
   "h96-r2-update-gemm-per-matrix|--hidden 96 --layers 2 --rank 2 --pop 130 --seq 6|EGG_CUDA_UGROUP=0"
+  "h256-r1-mlp-two-gemms|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_FMLP=0"
+  "h128-r1-sigma5-mlp-two-gemms|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6 --sigma-shift 5|EGG_CUDA_FMLP=0"
+  "h256-r1-sigma0-mlp-fused-3ctas|--hidden 256 --layers 2 --rank 1 --pop 384 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

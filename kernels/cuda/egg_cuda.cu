@@ -602,6 +602,16 @@ __device__ __forceinline__ void wg_mma_s8(int (&d)[80], uint64_t da, uint64_t db
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79])
                  : "l"(da), "l"(db), "r"(acc));
 }
+/* m64n256k32 (the fused MLP's down: a warpgroup's 64 rows against all 256 output columns) */
+__device__ __forceinline__ void wg_mma_s8(int (&d)[128], uint64_t da, uint64_t db, int acc = 1) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p;\n"
+                 "}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+                 : "l"(da), "l"(db), "r"(acc));
+}
 /* m64n32k32 (the persistent GEMM's x . B of 64 rows against 32 pairs' B rows) */
 __device__ __forceinline__ void wg_mma_s8(int (&d)[16], uint64_t da, uint64_t db, int acc = 1) {
     asm volatile("{\n"
@@ -1696,6 +1706,209 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
 #endif
 }
 
+
+/* The MLP of a layer at H = 128 or 256 in one kernel (sm_90a, rank <= 1; EGG_CUDA_FMLP=0: up and down as two GEMMs):
+ *   U = clip((x . Wup^T + ((t_up A_up) >> ps)) >> 8), X = clip(clip((U . Wdown^T + ((t_dn A_dn) >> ps)) >> s) + R)
+ * with U never leaving the SM: up and down as two GEMMs write U ([rows][4H], 4 bytes a row per byte of x) to DRAM
+ * and read it back, 8 of the layer's ~21 bytes of DRAM traffic per row and hidden unit. A CTA takes whole 128-row
+ * blocks; a consumer warpgroup's 64 rows run the 4H hidden units in chunks of 64:
+ *   up:   m64n64k32 MMAs of the block's x (resident) against the chunk's rows of Wup's permuted copy, so a thread's
+ *         accumulators are 16 adjacent hidden units of two rows; the epilogue (epi_quad_bytes) writes them as
+ *         int8 into the warpgroup's U tile in the wgmma operand layout and adds U . B_dn to the row's t_dn (dp4a);
+ *   down: m64nHk32 MMAs of that U tile against Wdown's chunk of columns, accumulating over the chunks.
+ * t_up = sign * (x . B_up) comes from dp4a over the resident x at the block's start. Wup's and Wdown's chunks come
+ * through one ring of stages (a producer warpgroup, TMA), the pairs' A rows of up per chunk, of down per block;
+ * the two warpgroups run independently, one's epilogue under the other's MMAs. After the last chunk the down
+ * accumulators go out through wg_frag_direct (residual added), as in mmd_kernel. Same integer operations as up in
+ * mmx_kernel and down in mmd_kernel. */
+#define ML_S 8  /* W stages (each 64 H bytes: up's [H/64][64][64] or down's [H][64]) */
+#define ML_MA 4 /* up's A-row buffers [64 pairs][64] */
+__host__ __device__ constexpr int mlp_smem_bytes(int H) {
+    return ML_S * 64 * H + H * BM + (H / 128) * (BM / 2) * BN + 2 * 64 * BK + ML_MA * 64 * BK + BM * 4 + (2 * ML_S + 4 + ML_MA) * 8;
+}
+#ifdef MMP_WGMMA
+template <int H, int R, int EP, int w>
+__device__ __forceinline__ void mlp_consume(const MMArgs &a, size_t aoff_up, const int8_t *Ws, const int8_t *Xr, int8_t *Us, const int8_t *Au,
+                                            const int8_t *Ad, int *ts, uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty,
+                                            uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, int nrb, int tid) {
+    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
+    const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    int dd[H / 2], du[32];
+    unsigned st = 0, ph = 0, ac = 0, dst = 0;
+    const uint64_t dx0 = wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), dw0 = wg_desc((unsigned)__cvta_generic_to_shared(Ws)),
+                   du0 = wg_desc((unsigned)__cvta_generic_to_shared(Us) + w * 64 * BK);
+    int8_t *Uw = Us + w * 64 * BK;
+    int r[2];
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) r[hr] = warp * 16 + gid + hr * 8; /* the thread's rows in the block (warp 4 w + w % 4) */
+    for (int q = 0; q < nrb; q++) {
+        const int m0 = ((int)blockIdx.x + q * (int)gridDim.x) * BM;
+        const int8_t *nb[2]; /* the rows' pairs' noise */
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) nb[hr] = R > 0 ? a.noise + (size_t)pair_of(a, m0 + r[hr]) * a.pstride : a.noise;
+        int tu[2] = {0, 0}, tn[2] = {0, 0};
+        mbar_wait(xfull, (unsigned)q & 1);
+        if (R > 0) { /* t_up = sign * (x . B_up): the thread's 16 bytes of each k-step, the row's 4 lanes summed */
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                int t = 0;
+#pragma unroll
+                for (int kt = 0; kt < KT; kt++)
+                    t += dot16(*(const int4 *)(Xr + kt * BM * BK + wg_off(r[hr], tig)),
+                               __ldg((const int4 *)(nb[hr] + aoff_up + a_span(1, 4 * H) + kt * BK + tig * 16)));
+                t += __shfl_xor_sync(0xffffffffu, t, 1);
+                t += __shfl_xor_sync(0xffffffffu, t, 2);
+                tu[hr] = (r[hr] & 1) ? -t : t;
+            }
+        }
+        for (int c = 0; c < NC; c++) {
+            mbar_wait(full + st, ph); /* up's stage: Wup's chunk rows (and the chunk's A rows) */
+            const unsigned so = st * (SB >> 4), ust = st;
+            wg_fence();
+#pragma unroll
+            for (int kt = 0; kt < KT; kt++) wg_mma_k64(du, dx0 + kt * (BM * BK >> 4), dw0 + so + kt * (64 * BK >> 4), kt > 0);
+            wg_commit();
+            if (++st == ML_S) st = 0, ph ^= 1;
+            int4 bd[2], Av[2];
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) /* the chunk's B_dn bytes of the rows' pairs, under the MMAs */
+                bd[hr] = R > 0 ? __ldg((const int4 *)(nb[hr] + a.aoff + a_span(1, H) + c * 64 + tig * 16)) : make_int4(0, 0, 0, 0);
+            wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
+            mbar_arrive(empty + ust);
+            if (c > 0) mbar_arrive(empty + dst);
+            if (c == NC - 1) mbar_arrive(xempty); /* the block's x is read */
+            if (R > 0) {
+                const int8_t *Ab = Au + (ac % ML_MA) * 64 * BK;
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) Av[hr] = *(const int4 *)(Ab + wg_off(r[hr] >> 1, tig));
+                mbar_arrive(aempty + ac % ML_MA);
+                ac++;
+            }
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                int4 y;
+#pragma unroll
+                for (int v = 0; v < 4; v++) /* hidden units 16 tig + 4 v .. + 3 of the chunk: accumulator groups 2 v, 2 v + 1 */
+                    (&y.x)[v] = (int)epi_quad_bytes<R, EP>(du[8 * v + 2 * hr], du[8 * v + 2 * hr + 1], du[8 * v + 4 + 2 * hr],
+                                                           du[8 * v + 4 + 2 * hr + 1], R > 0 ? (unsigned)(&Av[hr].x)[v] : 0u, tu[hr], 8,
+                                                           a.pshift);
+                *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
+                if (R > 0) tn[hr] += dot16(y, bd[hr]);
+            }
+            fence_proxy_async(); /* U, read next by the tensor cores */
+            named_sync(1 + w, 128);
+            mbar_wait(full + st, ph); /* down's stage: Wdown's chunk columns */
+            wg_fence();
+            wg_mma_k64(dd, du0, dw0 + st * (SB >> 4), c > 0);
+            wg_commit();
+            dst = st;
+            if (++st == ML_S) st = 0, ph ^= 1;
+        }
+        int4 ot[H / 128][4]; /* the residual in wg_frag_direct's store order */
+#pragma unroll
+        for (int h = 0; h < H / 128; h++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int m = m0 + warp * 16 + (k >> 1) * 8 + perm_store_row(gid, k & 1);
+                ot[h][k] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + h * BN + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
+            }
+        wg_wait<0>();
+        mbar_arrive(empty + dst);
+        if (R > 0) {
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                int t = tn[hr];
+                t += __shfl_xor_sync(0xffffffffu, t, 1);
+                t += __shfl_xor_sync(0xffffffffu, t, 2);
+                if (tig == 0) ts[r[hr]] = (r[hr] & 1) ? -t : t;
+            }
+            __syncwarp();
+            mbar_wait(adfull, (unsigned)q & 1);
+        }
+#pragma unroll
+        for (int h = 0; h < H / 128; h++)
+            wg_frag_direct<MODE_RESID, R, 0>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, m0, h * BN,
+                                             warp, gid, tig, ot[h], adempty, a.Y);
+    }
+    wg_wait<0>();
+}
+#endif
+/* tmaps: x [rows][H] (box 64 x 128), Wup's permuted copy (64 x 64), the noise for up's A rows (64 x 64 pairs), Wdown's
+ * permuted copy (64 x 128), the noise for down's A rows (128 x 64 pairs); a: down's GEMM (X unused), aoff_up: up's noise */
+template <int H, int R, int EP>
+__global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aoff_up, const __grid_constant__ CUtensorMap tmx,
+                                                            const __grid_constant__ CUtensorMap tmwu, const __grid_constant__ CUtensorMap tmnu,
+                                                            const __grid_constant__ CUtensorMap tmwd, const __grid_constant__ CUtensorMap tmnd) {
+#ifdef MMP_WGMMA
+    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *Ws = (int8_t *)smem;               /* [ML_S][SB] */
+    int8_t *Xr = Ws + ML_S * SB;               /* [KT][BM][BK]: the block's x */
+    int8_t *Ad = Xr + KT * BM * BK;            /* [H/128][BM/2][BN]: the pairs' A rows of down */
+    int8_t *Us = Ad + (H / 128) * (BM / 2) * BN; /* [2][64][BK]: each warpgroup's U chunk */
+    int8_t *Au = Us + 2 * 64 * BK;             /* [ML_MA][64][BK]: the pairs' A rows of up's chunk */
+    int *ts = (int *)(Au + ML_MA * 64 * BK);   /* [BM]: sign * (U . B_dn) */
+    uint64_t *full = (uint64_t *)(ts + BM), *empty = full + ML_S, *xfull = empty + ML_S, *xempty = xfull + 1, *adfull = xempty + 1,
+             *adempty = adfull + 1, *aempty = adempty + 1;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    if (tid == 0) {
+        for (int st = 0; st < ML_S; st++) {
+            mbar_init(full + st, 1);
+            mbar_init(empty + st, 256);
+        }
+        mbar_init(xfull, 1);
+        mbar_init(xempty, 256);
+        mbar_init(adfull, 1);
+        mbar_init(adempty, 256 * (H / 128)); /* every consumer thread, once per 128 columns */
+        for (int u = 0; u < ML_MA; u++) mbar_init(aempty + u, 256);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int G = (int)gridDim.x;
+    const int nrb = (int)blockIdx.x < a.mtn ? (a.mtn - 1 - (int)blockIdx.x) / G + 1 : 0;
+    if (warp >= 8) { /* producer: one thread walks the blocks and their chunks */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        if (warp == 8 && lane == 0) {
+            int j = 0;
+            unsigned ac = 0;
+            const uint64_t once = l2_policy(L2_FIRST), keep = l2_policy(L2_LAST);
+            for (int q = 0; q < nrb; q++) {
+                const int m0 = ((int)blockIdx.x + q * G) * BM;
+                const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0;
+                if (q >= 1) mbar_wait(xempty, (unsigned)(q - 1) & 1);
+                mbar_expect_tx(xfull, KT * BM * BK);
+                for (int kt = 0; kt < KT; kt++) tma_load_2d(Xr + kt * BM * BK, &tmx, kt * BK, m0, xfull, once);
+                for (int c = 0; c < NC; c++) {
+                    int st = j % ML_S; /* up: Wup's permuted rows 64 c .. 64 c + 63, all k-steps */
+                    if (j >= ML_S) mbar_wait(empty + st, (unsigned)(j / ML_S - 1) & 1);
+                    if (R > 0 && ac >= ML_MA) mbar_wait(aempty + ac % ML_MA, (ac / ML_MA - 1) & 1);
+                    mbar_expect_tx(full + st, SB + (R > 0 ? 64 * BK : 0));
+                    for (int kt = 0; kt < KT; kt++) tma_load_2d(Ws + st * SB + kt * 64 * BK, &tmwu, kt * BK, c * 64, full + st, keep);
+                    if (R > 0) tma_load_2d(Au + (ac % ML_MA) * 64 * BK, &tmnu, (int)aoff_up + c * 64, p0, full + st, keep), ac++;
+                    j++;
+                    st = j % ML_S; /* down: Wdown's permuted rows, columns 64 c .. 64 c + 63 */
+                    if (j >= ML_S) mbar_wait(empty + st, (unsigned)(j / ML_S - 1) & 1);
+                    mbar_expect_tx(full + st, SB);
+                    for (int h = 0; h < H / 128; h++) tma_load_2d(Ws + st * SB + h * BN * BK, &tmwd, c * BK, h * BN, full + st, keep);
+                    j++;
+                    if (R > 0 && c == NC / 2) { /* down's A rows, once the previous block's epilogue read them */
+                        if (q >= 1) mbar_wait(adempty, (unsigned)(q - 1) & 1);
+                        mbar_expect_tx(adfull, (H / 128) * (BM / 2) * BN);
+                        for (int h = 0; h < H / 128; h++) tma_load_2d(Ad + h * (BM / 2) * BN, &tmnd, (int)a.aoff + h * BN, p0, adfull, keep);
+                    }
+                }
+            }
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    if (nrb == 0) return;
+    if (warp < 4) mlp_consume<H, R, EP, 0>(a, aoff_up, Ws, Xr, Us, Au, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, nrb, tid);
+    else mlp_consume<H, R, EP, 1>(a, aoff_up, Ws, Xr, Us, Au, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, nrb, tid);
+#else
+    (void)a; (void)aoff_up; (void)tmx; (void)tmwu; (void)tmnu; (void)tmwd; (void)tmnd;
+#endif
+}
 /* ------------------------------------------------ fused recurrence */
 #define RBM 64 /* members per row block */
 /* The minGRU recurrence of one layer over a whole chunk of timesteps at H = 128
@@ -2795,6 +3008,7 @@ struct CudaImpl {
     int mmw_ctas;             /* sm_90a with TMA: PLAIN/RESID in the warp-specialised mmw_kernel, CTAs per launch (0: mmp; EGG_CUDA_WS=0) */
     bool mmd;                 /* the N = 256 RESID GEMM (down) with W's permuted copy in mmd_kernel (128 x 256 tiles; EGG_CUDA_WIDE=0: mmw_kernel) */
     bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
+    bool fmlp;                /* H = 128/256: a layer's up and down in one mlp_kernel launch, U never in DRAM (EGG_CUDA_FMLP=0: two GEMMs) */
 #endif
     bool dual;                /* Wf.x and Wh.x in one mmx_kernel launch (DUAL; EGG_CUDA_DUAL=0: a launch each) */
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
@@ -2814,8 +3028,8 @@ struct CudaImpl {
     double plast, pt[16];
     long long pn[16];
 };
-enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_LN2, P_UP, P_DOWN, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
-static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "recurrence", "ln2", "mm up", "mm down+res", "mm head",
+enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_LN2, P_UP, P_DOWN, P_MLP, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
+static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "recurrence", "ln2", "mm up", "mm down+res", "mlp (fused)", "mm head",
                                  "loss", "noise", "upd operands", "upd gemm", "upd vectors"};
 static void prof_mark(CudaImpl *c, int cat) {
     if (!c->prof) return;
@@ -3027,6 +3241,54 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
 }
 
 static const int8_t *tp(const CudaImpl *c, int id) { return c->params + c->m->t[id].off; }
+#ifdef EGG_MMP
+/* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
+ * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 1 with a row block's pairs consecutive in the noise
+ * blob): *done = 1; else *done = 0 and the caller runs the two GEMMs */
+static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done, egg_err *err) {
+    *done = 0;
+    const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, r = noisy ? c->r : 0, wrap = x->n / 2;
+    if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] || r > 1 ||
+        egg_mm_shift((uint32_t)H) != 8)
+        return 0;
+    if (r && (wrap % (BM / 2) != 0 || c->pstride >= ((size_t)1 << 31) || c->pstride % 16 != 0 || c->noff[iu] % 16 != 0 || c->noff[idn] % 16 != 0))
+        return 0;
+    MMArgs a; /* down's GEMM: Y = X (the residual stream), other = R */
+    memset(&a, 0, sizeof a);
+    a.M = rows; a.N = H; a.K = 4 * H; a.s = egg_mm_shift((uint32_t)(4 * H)); a.pshift = c->pshift; a.r = r;
+    a.noise = r ? c->noise : NULL; a.pstride = c->pstride; a.aoff = c->noff[idn]; a.wrap = wrap;
+    a.other = x->R; a.Y = x->X; a.ldy = H; a.mtn = (rows + BM - 1) / BM; a.ntn = 1; a.tma = 1;
+    CUtensorMap tmx, tmwu, tmnu, tmwd, tmnd;
+    memset(&tmx, 0, sizeof tmx); memset(&tmwu, 0, sizeof tmwu); memset(&tmnu, 0, sizeof tmnu);
+    memset(&tmwd, 0, sizeof tmwd); memset(&tmnd, 0, sizeof tmnd);
+    bool ok = tmap_2d(c->tmap_encode, &tmx, x->XN, (size_t)H, (size_t)rows, (size_t)H, BM) &&
+              tmap_2d(c->tmap_encode, &tmwu, c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
+              tmap_2d(c->tmap_encode, &tmwd, c->wperm + c->m->t[idn].off, (size_t)(4 * H), (size_t)H, (size_t)(4 * H), BN);
+    if (ok && r)
+        ok = tmap_2d(c->tmap_encode, &tmnu, c->noise, c->pstride, (size_t)wrap, c->pstride, 64) &&
+             tmap_2d(c->tmap_encode, &tmnd, c->noise, c->pstride, (size_t)wrap, c->pstride, BM / 2, BN);
+    if (!ok) return 0;
+    const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas, sm = mlp_smem_bytes(H);
+    const size_t au = c->noff[iu];
+#define MLP_GO(HH, R, EP) mlp_kernel<HH, R, EP><<<nx, MX_THREADS, sm, c->st>>>(a, au, tmx, tmwu, tmnu, tmwd, tmnd)
+    const int ep = r && c->pshift == 8 ? 2 : r && c->pshift > 8 ? 1 : 0;
+    if (H == 256) {
+        if (!r) MLP_GO(256, 0, 0);
+        else if (ep == 2) MLP_GO(256, 1, 2);
+        else if (ep == 1) MLP_GO(256, 1, 1);
+        else MLP_GO(256, 1, 0);
+    } else {
+        if (!r) MLP_GO(128, 0, 0);
+        else if (ep == 2) MLP_GO(128, 1, 2);
+        else if (ep == 1) MLP_GO(128, 1, 1);
+        else MLP_GO(128, 1, 0);
+    }
+#undef MLP_GO
+    CKL();
+    *done = 1;
+    return 0;
+}
+#endif
 
 /* One MM of the forward over `rows` rows [time][member] of x's members:
  * Y = epilogue(X . W_id^T). `mx` carries the BIAS_MIX operands. */
@@ -3185,10 +3447,17 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             prof_mark(c, P_MM_H);
             if (!ln2_fused && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, x->XN, err))) return rc;
             prof_mark(c, P_LN2);
-            if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
-            prof_mark(c, P_UP);
-            if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, NULL, err))) return rc;
-            prof_mark(c, P_DOWN);
+            int fused = 0;
+#ifdef EGG_MMP
+            if ((rc = mlp_fused(c, x, rows, l, noisy, &fused, err))) return rc;
+            if (fused) prof_mark(c, P_MLP);
+#endif
+            if (!fused) {
+                if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
+                prof_mark(c, P_UP);
+                if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, NULL, err))) return rc;
+                prof_mark(c, P_DOWN);
+            }
         }
         if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), 2 * L, nz, x->XN, err))) return rc;
         prof_mark(c, P_LN);
@@ -3839,6 +4108,14 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             if (c->mmd) {
                 CK(cudaFuncSetAttribute(mmd_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
                 CK(cudaFuncSetAttribute(mmd_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
+            }
+            const char *ef = getenv("EGG_CUDA_FMLP");
+            c->fmlp = !(ef && atoi(ef) == 0) && (size_t)mlp_smem_bytes(256) <= prop.sharedMemPerBlockOptin;
+            if (c->fmlp) {
+#define MLP_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(mlp_kernel<HH, R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, mlp_smem_bytes(HH)));
+                MLP_ATTR(256, 0, 0) MLP_ATTR(256, 1, 0) MLP_ATTR(256, 1, 1) MLP_ATTR(256, 1, 2)
+                MLP_ATTR(128, 0, 0) MLP_ATTR(128, 1, 0) MLP_ATTR(128, 1, 1) MLP_ATTR(128, 1, 2)
+#undef MLP_ATTR
             }
             c->mmw_ctas = c->nsm; /* one CTA per SM */
             if (e && atoi(e) >= 2 && atoi(e) < c->mmw_ctas) c->mmw_ctas = atoi(e); /* EGG_CUDA_MMP=n: many tiles per CTA */
