@@ -1714,38 +1714,59 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
  * blocks; a consumer warpgroup's 64 rows run the 4H hidden units in chunks of 64:
  *   up:   m64n64k32 MMAs of the block's x (resident) against the chunk's rows of Wup's permuted copy, so a thread's
  *         accumulators are 16 adjacent hidden units of two rows; the epilogue (epi_quad_bytes) writes them as
- *         int8 into the warpgroup's U tile in the wgmma operand layout and adds U . B_dn to the row's t_dn (dp4a);
+ *         int8 into the warpgroup's U tile (two, by chunk parity) in the wgmma operand layout, and adds U . B_dn to
+ *         the row's t_dn (dp4a);
  *   down: m64nHk32 MMAs of that U tile against Wdown's chunk of columns, accumulating over the chunks.
- * t_up = sign * (x . B_up) comes from dp4a over the resident x at the block's start. Wup's and Wdown's chunks come
- * through one ring of stages (a producer warpgroup, TMA), the pairs' A rows of up per chunk, of down per block;
- * the two warpgroups run independently, one's epilogue under the other's MMAs. After the last chunk the down
- * accumulators go out through wg_frag_direct (residual added), as in mmd_kernel. Same integer operations as up in
- * mmx_kernel and down in mmd_kernel. */
-#define ML_S 8  /* W stages (each 64 H bytes: up's [H/64][64][64] or down's [H][64]) */
-#define ML_MA 4 /* up's A-row buffers [64 pairs][64] */
+ * A chunk's epilogue runs on a copy of its up accumulators, under the next chunk's up MMAs and the previous chunk's
+ * down. t_up = sign * (x . B_up) comes from dp4a over the resident x at the block's start. Wup's and Wdown's chunks
+ * come through one ring of stages (a producer warpgroup, TMA); the pairs' B rows of up with the block's x, the A rows
+ * of up and the B rows of down per chunk, the A rows of down per block. After the last chunk the down accumulators
+ * go out through wg_frag_direct (residual added), as in mmd_kernel. Same integer operations as up in mmx_kernel and
+ * down in mmd_kernel. */
+#define ML_S 7  /* W stages (each 64 H bytes: up's [H/64][64][64] or down's [H][64]); a chunk's up is stage j, its down j + 1 */
+#ifndef ML_OVL256
+#define ML_OVL256 0
+#endif
+#define ML_OVL(H) ((H) == 128 || ML_OVL256)
+#ifndef ML_TURN
+#define ML_TURN 1
+#endif
+#define ML_MA 4 /* the chunks' noise buffers: up's A rows [64 pairs][64], down's B rows [64 pairs][64] */
 __host__ __device__ constexpr int mlp_smem_bytes(int H) {
-    return ML_S * 64 * H + H * BM + (H / 128) * (BM / 2) * BN + 2 * 64 * BK + ML_MA * 64 * BK + BM * 4 + (2 * ML_S + 4 + ML_MA) * 8;
+    return ML_S * 64 * H + H * BM + H * 64 + (H / 128) * (BM / 2) * BN + 4 * 64 * BK + ML_MA * 2 * 64 * BK + BM * 4 + (2 * ML_S + 6 + ML_MA) * 8;
 }
 #ifdef MMP_WGMMA
-template <int H, int R, int EP, int w>
-__device__ __forceinline__ void mlp_consume(const MMArgs &a, size_t aoff_up, const int8_t *Ws, const int8_t *Xr, int8_t *Us, const int8_t *Au,
+template <int H, int R, int EP, int w, bool OVL>
+__device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, const int8_t *Xr, const int8_t *Bu, int8_t *Us, const int8_t *An,
                                             const int8_t *Ad, int *ts, uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty,
-                                            uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, int nrb, int tid) {
+                                            uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, uint64_t *turn, int nrb, int tid) {
     constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
-    int dd[H / 2], du[32];
-    unsigned st = 0, ph = 0, ac = 0, dst = 0;
+    int dd[H / 2], du[32], e[32];
     const uint64_t dx0 = wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), dw0 = wg_desc((unsigned)__cvta_generic_to_shared(Ws)),
                    du0 = wg_desc((unsigned)__cvta_generic_to_shared(Us) + w * 64 * BK);
-    int8_t *Uw = Us + w * 64 * BK;
     int r[2];
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) r[hr] = warp * 16 + gid + hr * 8; /* the thread's rows in the block (warp 4 w + w % 4) */
-    for (int q = 0; q < nrb; q++) {
-        const int m0 = ((int)blockIdx.x + q * (int)gridDim.x) * BM;
-        const int8_t *nb[2]; /* the rows' pairs' noise */
+    unsigned j = 0; /* the block's first stage job: chunk c's up is j + 2 c, its down j + 2 c + 1 */
+    unsigned ac = 0; /* the chunk's noise buffer, counted over the blocks */
+    unsigned g = 0; /* chunks whose up this warpgroup issued, over the blocks */
+    auto issue_up = [&](unsigned ju) { /* up's MMAs of the chunk at stage job ju */
+        /* warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0 issued g's:
+         * the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in step, both
+         * epilogues ran at once with the tensor cores idle) */
+        if (ML_TURN && (w == 1 || g > 0)) mbar_wait(turn + w, (w == 0 ? g - 1 : g) & 1);
+        mbar_wait(full + ju % ML_S, (ju / ML_S) & 1);
+        const unsigned so = (ju % ML_S) * (SB >> 4);
+        wg_fence();
 #pragma unroll
-        for (int hr = 0; hr < 2; hr++) nb[hr] = R > 0 ? a.noise + (size_t)pair_of(a, m0 + r[hr]) * a.pstride : a.noise;
+        for (int kt = 0; kt < KT; kt++) wg_mma_k64(du, dx0 + kt * (BM * BK >> 4), dw0 + so + kt * (64 * BK >> 4), kt > 0);
+        wg_commit();
+        if (ML_TURN) mbar_arrive(turn + (1 - w));
+        g++;
+    };
+    for (int q = 0; q < nrb; q++, j += 2 * NC) {
+        const int m0 = ((int)blockIdx.x + q * (int)gridDim.x) * BM;
         int tu[2] = {0, 0}, tn[2] = {0, 0};
         mbar_wait(xfull, (unsigned)q & 1);
         if (R > 0) { /* t_up = sign * (x . B_up): the thread's 16 bytes of each k-step, the row's 4 lanes summed */
@@ -1754,55 +1775,79 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, size_t aoff_up, con
                 int t = 0;
 #pragma unroll
                 for (int kt = 0; kt < KT; kt++)
-                    t += dot16(*(const int4 *)(Xr + kt * BM * BK + wg_off(r[hr], tig)),
-                               __ldg((const int4 *)(nb[hr] + aoff_up + a_span(1, 4 * H) + kt * BK + tig * 16)));
+                    t += dot16(*(const int4 *)(Xr + kt * BM * BK + wg_off(r[hr], tig)), *(const int4 *)(Bu + kt * 64 * BK + wg_off(r[hr] >> 1, tig)));
                 t += __shfl_xor_sync(0xffffffffu, t, 1);
                 t += __shfl_xor_sync(0xffffffffu, t, 2);
                 tu[hr] = (r[hr] & 1) ? -t : t;
             }
         }
-        for (int c = 0; c < NC; c++) {
-            mbar_wait(full + st, ph); /* up's stage: Wup's chunk rows (and the chunk's A rows) */
-            const unsigned so = st * (SB >> 4), ust = st;
+        auto issue_down = [&](int cd) { /* down's MMAs of chunk cd (its U tile complete: the barrier after its epilogue) */
+            const unsigned jd = j + 2 * cd + 1;
+            mbar_wait(full + jd % ML_S, (jd / ML_S) & 1);
             wg_fence();
-#pragma unroll
-            for (int kt = 0; kt < KT; kt++) wg_mma_k64(du, dx0 + kt * (BM * BK >> 4), dw0 + so + kt * (64 * BK >> 4), kt > 0);
-            wg_commit();
-            if (++st == ML_S) st = 0, ph ^= 1;
-            int4 bd[2], Av[2];
-#pragma unroll
-            for (int hr = 0; hr < 2; hr++) /* the chunk's B_dn bytes of the rows' pairs, under the MMAs */
-                bd[hr] = R > 0 ? __ldg((const int4 *)(nb[hr] + a.aoff + a_span(1, H) + c * 64 + tig * 16)) : make_int4(0, 0, 0, 0);
-            wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
-            mbar_arrive(empty + ust);
-            if (c > 0) mbar_arrive(empty + dst);
-            if (c == NC - 1) mbar_arrive(xempty); /* the block's x is read */
+            wg_mma_k64(dd, du0 + (cd & 1) * (2 * 64 * BK >> 4), dw0 + (jd % ML_S) * (SB >> 4), cd > 0);
+        };
+        /* chunk c's A rows of up and B rows of down for the rows' pairs, from the chunk's noise buffer */
+        auto noise_rows = [&](int4 (&Av)[2], int4 (&bd)[2]) {
             if (R > 0) {
-                const int8_t *Ab = Au + (ac % ML_MA) * 64 * BK;
+                const int8_t *nb = An + (ac % ML_MA) * 2 * 64 * BK;
 #pragma unroll
-                for (int hr = 0; hr < 2; hr++) Av[hr] = *(const int4 *)(Ab + wg_off(r[hr] >> 1, tig));
+                for (int hr = 0; hr < 2; hr++) {
+                    Av[hr] = *(const int4 *)(nb + wg_off(r[hr] >> 1, tig));
+                    bd[hr] = *(const int4 *)(nb + 64 * BK + wg_off(r[hr] >> 1, tig));
+                }
                 mbar_arrive(aempty + ac % ML_MA);
                 ac++;
             }
+        };
+        /* chunk c's epilogue from its up accumulators v into its U tile (by parity), t_dn += U . B_dn */
+        auto epilogue = [&](int c, const int (&v)[32], const int4 (&Av)[2], const int4 (&bd)[2]) {
+            int8_t *Uw = Us + ((c & 1) * 2 + w) * 64 * BK;
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 int4 y;
 #pragma unroll
-                for (int v = 0; v < 4; v++) /* hidden units 16 tig + 4 v .. + 3 of the chunk: accumulator groups 2 v, 2 v + 1 */
-                    (&y.x)[v] = (int)epi_quad_bytes<R, EP>(du[8 * v + 2 * hr], du[8 * v + 2 * hr + 1], du[8 * v + 4 + 2 * hr],
-                                                           du[8 * v + 4 + 2 * hr + 1], R > 0 ? (unsigned)(&Av[hr].x)[v] : 0u, tu[hr], 8,
-                                                           a.pshift);
+                for (int q4 = 0; q4 < 4; q4++) /* hidden units 16 tig + 4 q4 .. + 3 of the chunk: accumulator groups 2 q4, 2 q4 + 1 */
+                    (&y.x)[q4] = (int)epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr], v[8 * q4 + 4 + 2 * hr + 1],
+                                                            R > 0 ? (unsigned)(&Av[hr].x)[q4] : 0u, tu[hr], 8, a.pshift);
                 *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
                 if (R > 0) tn[hr] += dot16(y, bd[hr]);
             }
             fence_proxy_async(); /* U, read next by the tensor cores */
             named_sync(1 + w, 128);
-            mbar_wait(full + st, ph); /* down's stage: Wdown's chunk columns */
-            wg_fence();
-            wg_mma_k64(dd, du0, dw0 + st * (SB >> 4), c > 0);
+        };
+        if (OVL) { /* the epilogue on a copy of the accumulators, under the previous chunk's down and the next chunk's up */
+            issue_up(j);
+#pragma unroll /* the MMAs issued per chunk differ at the ends: known at compile time (ptxas serialises wgmma behind a branch) */
+            for (int c = 0; c < NC; c++) {
+                wg_wait<0>(); /* this chunk's up and the down of chunk c - 2 are done */
+                mbar_arrive(empty + (j + 2 * c) % ML_S);
+                if (c >= 2) mbar_arrive(empty + (j + 2 * c - 3) % ML_S);
+                if (c == NC - 1) mbar_arrive(xempty); /* the block's x and B_up rows are read */
+#pragma unroll
+                for (int i = 0; i < 32; i++) asm volatile("mov.b32 %0, %1;" : "=r"(e[i]) : "r"(du[i]));
+                int4 Av[2], bd[2];
+                noise_rows(Av, bd);
+                if (c >= 1) issue_down(c - 1);
+                if (c + 1 < NC) issue_up(j + 2 * c + 2);
+                else if (c >= 1) wg_commit();
+                epilogue(c, e, Av, bd);
+            }
+            issue_down(NC - 1);
             wg_commit();
-            dst = st;
-            if (++st == ML_S) st = 0, ph ^= 1;
+        } else { /* the epilogue after the chunk's up, the chunk's down after it */
+            for (int c = 0; c < NC; c++) {
+                issue_up(j + 2 * c);
+                wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
+                mbar_arrive(empty + (j + 2 * c) % ML_S);
+                if (c > 0) mbar_arrive(empty + (j + 2 * c - 1) % ML_S);
+                if (c == NC - 1) mbar_arrive(xempty); /* the block's x and B_up rows are read */
+                int4 Av[2], bd[2];
+                noise_rows(Av, bd);
+                epilogue(c, du, Av, bd);
+                issue_down(c);
+                wg_commit();
+            }
         }
         int4 ot[H / 128][4]; /* the residual in wg_frag_direct's store order */
 #pragma unroll
@@ -1813,7 +1858,8 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, size_t aoff_up, con
                 ot[h][k] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + h * BN + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
             }
         wg_wait<0>();
-        mbar_arrive(empty + dst);
+        if (OVL) mbar_arrive(empty + (j + 2 * NC - 3) % ML_S);
+        mbar_arrive(empty + (j + 2 * NC - 1) % ML_S);
         if (R > 0) {
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
@@ -1833,8 +1879,9 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, size_t aoff_up, con
     wg_wait<0>();
 }
 #endif
-/* tmaps: x [rows][H] (box 64 x 128), Wup's permuted copy (64 x 64), the noise for up's A rows (64 x 64 pairs), Wdown's
- * permuted copy (64 x 128), the noise for down's A rows (128 x 64 pairs); a: down's GEMM (X unused), aoff_up: up's noise */
+/* tmaps: x [rows][H] (box 64 x 128), Wup's permuted copy (64 x 64), the noise (64 x 64 pairs: up's A and B rows, down's
+ * B rows), Wdown's permuted copy (64 x 128), the noise for down's A rows (128 x 64 pairs); a: down's GEMM (X unused),
+ * aoff_up: up's noise */
 template <int H, int R, int EP>
 __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aoff_up, const __grid_constant__ CUtensorMap tmx,
                                                             const __grid_constant__ CUtensorMap tmwu, const __grid_constant__ CUtensorMap tmnu,
@@ -1842,20 +1889,23 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
 #ifdef MMP_WGMMA
     constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
     extern __shared__ __align__(1024) unsigned char smem[];
-    int8_t *Ws = (int8_t *)smem;               /* [ML_S][SB] */
-    int8_t *Xr = Ws + ML_S * SB;               /* [KT][BM][BK]: the block's x */
-    int8_t *Ad = Xr + KT * BM * BK;            /* [H/128][BM/2][BN]: the pairs' A rows of down */
-    int8_t *Us = Ad + (H / 128) * (BM / 2) * BN; /* [2][64][BK]: each warpgroup's U chunk */
-    int8_t *Au = Us + 2 * 64 * BK;             /* [ML_MA][64][BK]: the pairs' A rows of up's chunk */
-    int *ts = (int *)(Au + ML_MA * 64 * BK);   /* [BM]: sign * (U . B_dn) */
+    int8_t *Ws = (int8_t *)smem;                 /* [ML_S][SB] */
+    int8_t *Xr = Ws + ML_S * SB;                 /* [KT][BM][BK]: the block's x */
+    int8_t *Bu = Xr + KT * BM * BK;              /* [KT][64][BK]: its pairs' B rows of up */
+    int8_t *Ad = Bu + KT * 64 * BK;              /* [H/128][BM/2][BN]: their A rows of down */
+    int8_t *Us = Ad + (H / 128) * (BM / 2) * BN; /* [2][2][64][BK]: each warpgroup's U chunk, by chunk parity */
+    int8_t *An = Us + 4 * 64 * BK;               /* [ML_MA][2][64][BK]: a chunk's A rows of up, B rows of down */
+    int *ts = (int *)(An + ML_MA * 2 * 64 * BK); /* [BM]: sign * (U . B_dn) */
     uint64_t *full = (uint64_t *)(ts + BM), *empty = full + ML_S, *xfull = empty + ML_S, *xempty = xfull + 1, *adfull = xempty + 1,
-             *adempty = adfull + 1, *aempty = adempty + 1;
+             *adempty = adfull + 1, *aempty = adempty + 1, *turn = aempty + ML_MA;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
         for (int st = 0; st < ML_S; st++) {
             mbar_init(full + st, 1);
             mbar_init(empty + st, 256);
         }
+        mbar_init(turn, 128);
+        mbar_init(turn + 1, 128);
         mbar_init(xfull, 1);
         mbar_init(xempty, 256);
         mbar_init(adfull, 1);
@@ -1876,15 +1926,23 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                 const int m0 = ((int)blockIdx.x + q * G) * BM;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0;
                 if (q >= 1) mbar_wait(xempty, (unsigned)(q - 1) & 1);
-                mbar_expect_tx(xfull, KT * BM * BK);
-                for (int kt = 0; kt < KT; kt++) tma_load_2d(Xr + kt * BM * BK, &tmx, kt * BK, m0, xfull, once);
+                mbar_expect_tx(xfull, KT * BM * BK + (R > 0 ? KT * 64 * BK : 0));
+                for (int kt = 0; kt < KT; kt++) {
+                    tma_load_2d(Xr + kt * BM * BK, &tmx, kt * BK, m0, xfull, once);
+                    if (R > 0) tma_load_2d(Bu + kt * 64 * BK, &tmnu, (int)(aoff_up + a_span(1, 4 * H)) + kt * BK, p0, xfull, keep);
+                }
                 for (int c = 0; c < NC; c++) {
                     int st = j % ML_S; /* up: Wup's permuted rows 64 c .. 64 c + 63, all k-steps */
                     if (j >= ML_S) mbar_wait(empty + st, (unsigned)(j / ML_S - 1) & 1);
                     if (R > 0 && ac >= ML_MA) mbar_wait(aempty + ac % ML_MA, (ac / ML_MA - 1) & 1);
-                    mbar_expect_tx(full + st, SB + (R > 0 ? 64 * BK : 0));
+                    mbar_expect_tx(full + st, SB + (R > 0 ? 2 * 64 * BK : 0));
                     for (int kt = 0; kt < KT; kt++) tma_load_2d(Ws + st * SB + kt * 64 * BK, &tmwu, kt * BK, c * 64, full + st, keep);
-                    if (R > 0) tma_load_2d(Au + (ac % ML_MA) * 64 * BK, &tmnu, (int)aoff_up + c * 64, p0, full + st, keep), ac++;
+                    if (R > 0) {
+                        int8_t *nb = An + (ac % ML_MA) * 2 * 64 * BK;
+                        tma_load_2d(nb, &tmnu, (int)aoff_up + c * 64, p0, full + st, keep);
+                        tma_load_2d(nb + 64 * BK, &tmnu, (int)(a.aoff + a_span(1, H)) + c * 64, p0, full + st, keep);
+                        ac++;
+                    }
                     j++;
                     st = j % ML_S; /* down: Wdown's permuted rows, columns 64 c .. 64 c + 63 */
                     if (j >= ML_S) mbar_wait(empty + st, (unsigned)(j / ML_S - 1) & 1);
@@ -1903,8 +1961,8 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     if (nrb == 0) return;
-    if (warp < 4) mlp_consume<H, R, EP, 0>(a, aoff_up, Ws, Xr, Us, Au, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, nrb, tid);
-    else mlp_consume<H, R, EP, 1>(a, aoff_up, Ws, Xr, Us, Au, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, nrb, tid);
+    if (warp < 4) mlp_consume<H, R, EP, 0, ML_OVL(H)>(a, Ws, Xr, Bu, Us, An, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, turn, nrb, tid);
+    else mlp_consume<H, R, EP, 1, ML_OVL(H)>(a, Ws, Xr, Bu, Us, An, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, turn, nrb, tid);
 #else
     (void)a; (void)aoff_up; (void)tmx; (void)tmwu; (void)tmnu; (void)tmwd; (void)tmnd;
 #endif
