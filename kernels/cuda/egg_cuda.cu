@@ -1717,20 +1717,17 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
  *         int8 into the warpgroup's U tile (two, by chunk parity) in the wgmma operand layout, and adds U . B_dn to
  *         the row's t_dn (dp4a);
  *   down: m64nHk32 MMAs of that U tile against Wdown's chunk of columns, accumulating over the chunks.
- * A chunk's epilogue runs on a copy of its up accumulators, under the next chunk's up MMAs and the previous chunk's
- * down. t_up = sign * (x . B_up) comes from dp4a over the resident x at the block's start. Wup's and Wdown's chunks
+ * The two warpgroups issue their up MMAs in turns, so one's epilogue runs under the other's MMAs; at H = 128 a
+ * chunk's epilogue also runs on a copy of its up accumulators, under the warpgroup's own next up and previous down
+ * (OVL). t_up = sign * (x . B_up) comes from dp4a over the resident x at the block's start. Wup's and Wdown's chunks
  * come through one ring of stages (a producer warpgroup, TMA); the pairs' B rows of up with the block's x, the A rows
  * of up and the B rows of down per chunk, the A rows of down per block. After the last chunk the down accumulators
  * go out through wg_frag_direct (residual added), as in mmd_kernel. Same integer operations as up in mmx_kernel and
  * down in mmd_kernel. */
 #define ML_S 7  /* W stages (each 64 H bytes: up's [H/64][64][64] or down's [H][64]); a chunk's up is stage j, its down j + 1 */
-#ifndef ML_OVL256
-#define ML_OVL256 0
-#endif
-#define ML_OVL(H) ((H) == 128 || ML_OVL256)
-#ifndef ML_TURN
-#define ML_TURN 1
-#endif
+/* the epilogue under the MMAs (OVL) at H = 128 only: at 256 the accumulator copy next to down's 128 accumulators made
+ * ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9) */
+#define ML_OVL(H) ((H) == 128)
 #define ML_MA 4 /* the chunks' noise buffers: up's A rows [64 pairs][64], down's B rows [64 pairs][64] */
 __host__ __device__ constexpr int mlp_smem_bytes(int H) {
     return ML_S * 64 * H + H * BM + H * 64 + (H / 128) * (BM / 2) * BN + 4 * 64 * BK + ML_MA * 2 * 64 * BK + BM * 4 + (2 * ML_S + 6 + ML_MA) * 8;
@@ -1755,14 +1752,14 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         /* warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0 issued g's:
          * the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in step, both
          * epilogues ran at once with the tensor cores idle) */
-        if (ML_TURN && (w == 1 || g > 0)) mbar_wait(turn + w, (w == 0 ? g - 1 : g) & 1);
+        if (w == 1 || g > 0) mbar_wait(turn + w, (w == 0 ? g - 1 : g) & 1);
         mbar_wait(full + ju % ML_S, (ju / ML_S) & 1);
         const unsigned so = (ju % ML_S) * (SB >> 4);
         wg_fence();
 #pragma unroll
         for (int kt = 0; kt < KT; kt++) wg_mma_k64(du, dx0 + kt * (BM * BK >> 4), dw0 + so + kt * (64 * BK >> 4), kt > 0);
         wg_commit();
-        if (ML_TURN) mbar_arrive(turn + (1 - w));
+        mbar_arrive(turn + (1 - w));
         g++;
     };
     for (int q = 0; q < nrb; q++, j += 2 * NC) {
