@@ -2374,13 +2374,15 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             const size_t tb = (size_t)t * nH;
             const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
             /* ---- phase 0 */
-            int4 ef[2], pf[2], eh[2], xv[2], ph[2];
+            int4 ef[2], pf[2], eh[2], xv[2], ph[2], bn[2];
             int rz[2];
             mma(d, Xh, Wfs);
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 ef[hr] = __ldg((const int4 *)(a.TF + tb + (size_t)gc[hr] * H + c0));
                 pf[hr] = pload(hr, 0);
+                if (R > 0 && H == 256) bn[hr] = bload(hr, a.off_uh); /* the phase's B noise under the MMA (at its use an L2
+                                                                      * latency a phase; at H = 128 its registers spill) */
             }
             if (lnf && t > 0) ln_out(tb - nH); /* EGG-LN of the previous timestep's R */
             int tt[2];
@@ -2410,7 +2412,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 }
                 *(int4 *)(Gs + sw(row[hr], c0)) = gv;
                 *(int4 *)(Fs + sw(row[hr], c0)) = pv;
-                if (R > 0) partial(tsx + RBM, row[hr], dot16(gv, bload(hr, a.off_uh)));
+                if (R > 0) partial(tsx + RBM, row[hr], dot16(gv, H == 256 ? bn[hr] : bload(hr, a.off_uh)));
             }
             fence_proxy_async(); /* g, read next by the tensor cores */
             __syncthreads();
@@ -2423,6 +2425,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 xv[hr] = __ldg((const int4 *)(a.X + gi));
                 rz[hr] = rzn[gc[hr]];
                 ph[hr] = pload(hr, 1);
+                if (R > 0 && H == 256) bn[hr] = bload(hr, a.off_uf);
             }
             terms(1);
             wg_wait<0>();
@@ -2452,7 +2455,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                     *(int4 *)(Rs + sw(row[hr], c0)) = ro;
                     partial(lns, row[hr], sa);
                 }
-                if (R > 0) partial(tsx, row[hr], dot16(ho, bload(hr, a.off_uf)));
+                if (R > 0) partial(tsx, row[hr], dot16(ho, H == 256 ? bn[hr] : bload(hr, a.off_uf)));
             }
             fence_proxy_async(); /* the state h, read next by the tensor cores */
             __syncthreads();
