@@ -62,7 +62,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # once per step (EGG_CUDA_LNPERT=0: inside the LN kernels). Perturbation shifts 4 and 10
 # (sigma-shift 0 and 6) in the rank-1 epilogues of the persistent GEMM and the fused recurrence;
 # at output shift 8 (K <= 256) with perturbation shift >= 8 those epilogues clip on int16 lanes
-# (shift 8: the default sigma-shift 4; shift 9: sigma-shift 5).
+# (shift 8: the default sigma-shift 4; shift 9: sigma-shift 5). At hidden 128/256 on sm_90a (rank <= 1) a
+# layer's MLP is one kernel that keeps up's output in shared memory as down's MMA operand (EGG_CUDA_FMLP=0: up
+# and down as two GEMMs).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
