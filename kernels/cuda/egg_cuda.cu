@@ -2367,11 +2367,15 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             return R > 0 ? *(const int4 *)(As + (ph * 32 + (row[hr] >> 1)) * RRA + c0) : make_int4(0, 0, 0, 0);
         };
         /* XN = EGG-LN(R) of the rows' timestep at XN + tb0 (R in Rs, the row sums in lns) */
-        auto ln_out = [&](size_t tb0) {
+        constexpr bool WLP = H == 256;
+        auto ln_out = [&](size_t tb0, const int4 *wls) { /* wls: the rows' LN weights (WLP), else loaded here */
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 const size_t gi = (size_t)gc[hr] * H + c0;
-                const int4 wl = __ldg((const int4 *)(R > 0 ? a.bpl + gi : a.ln + c0)), rv = *(const int4 *)(Rs + sw(row[hr], c0));
+                int4 wl;
+                if constexpr (WLP) wl = wls[hr];
+                else wl = __ldg((const int4 *)(R > 0 ? a.bpl + gi : a.ln + c0));
+                const int4 rv = *(const int4 *)(Rs + sw(row[hr], c0));
                 const lnq dv = LNQ(egg_ln_div(sum4(lns[row[hr]]), H));
                 int4 xo;
 #pragma unroll
@@ -2400,6 +2404,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
         cp_wait<0>();
         fence_proxy_async(); /* Xh, read next by the tensor cores */
         __syncthreads();
+        int4 wln[2]; /* WLP: the rows' EGG-LN2 weights for the next ln_out, loaded at the end of phase 1 (at their use in
+                      * ln_out a DRAM latency a timestep; loaded before the phase-0 MMA the kernel ran 6% slower) */
         for (int t = 0; t < a.tc; t++) {
             const size_t tb = (size_t)t * nH;
             const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
@@ -2414,7 +2420,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 if (R > 0 && H == 256) bn[hr] = bload(hr, a.off_uh); /* the phase's B noise under the MMA (at its use an L2
                                                                       * latency a phase; at H = 128 its registers spill) */
             }
-            if (lnf && t > 0) ln_out(tb - nH); /* EGG-LN of the previous timestep's R */
+            if (lnf && t > 0) ln_out(tb - nH, wln); /* EGG-LN of the previous timestep's R */
             int tt[2];
             int4 Av[2];
             /* phase ph's rank-1 terms: the rows' sign * (x . B) from the warpgroups' partials, A under the MMA (EP = 2) */
@@ -2487,10 +2493,13 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 }
                 if (R > 0) partial(tsx, row[hr], dot16(ho, H == 256 ? bn[hr] : bload(hr, a.off_uf)));
             }
+            if (WLP && lnf)
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) wln[hr] = __ldg((const int4 *)(R > 0 ? a.bpl + (size_t)gc[hr] * H + c0 : a.ln + c0));
             fence_proxy_async(); /* the state h, read next by the tensor cores */
             __syncthreads();
         }
-        if (lnf && a.tc > 0) ln_out((size_t)(a.tc - 1) * nH); /* EGG-LN of the chunk's last R */
+        if (lnf && a.tc > 0) ln_out((size_t)(a.tc - 1) * nH, wln); /* EGG-LN of the chunk's last R */
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) /* the state after the chunk */
             if (ok[hr]) *(int4 *)(a.Hs + (size_t)gc[hr] * H + c0) = *(const int4 *)(Xh + sw(row[hr], c0));
