@@ -48,6 +48,8 @@ static inline int egg_hip_set_device(int d) { return (int)hipSetDevice(d); }
 static inline int egg_hip_get_device_properties(hipDeviceProp_t *p, int d) { return (int)hipGetDeviceProperties(p, d); }
 template <class T> static inline int egg_hip_malloc(T **p, size_t n) { return (int)hipMalloc((void **)p, n); }
 static inline int egg_hip_free(void *p) { return (int)hipFree(p); }
+static inline int egg_hip_malloc_host(void **p, size_t n) { return (int)hipHostMalloc(p, n, 0); }
+static inline int egg_hip_free_host(void *p) { return (int)hipHostFree(p); }
 static inline int egg_hip_memcpy(void *d, const void *s, size_t n, hipMemcpyKind k) { return (int)hipMemcpy(d, s, n, k); }
 static inline int egg_hip_memcpy_async(void *d, const void *s, size_t n, hipMemcpyKind k, hipStream_t st = 0) {
     return (int)hipMemcpyAsync(d, s, n, k, st);
@@ -97,6 +99,8 @@ static inline int egg_hip_func_set_attribute(const void *f, hipFuncAttribute a, 
 #define cudaGetDeviceProperties egg_hip_get_device_properties
 #define cudaMalloc egg_hip_malloc
 #define cudaFree egg_hip_free
+#define cudaMallocHost egg_hip_malloc_host
+#define cudaFreeHost egg_hip_free_host
 #define cudaMemcpy egg_hip_memcpy
 #define cudaMemcpyAsync egg_hip_memcpy_async
 #define cudaMemcpy2D egg_hip_memcpy2d

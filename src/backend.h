@@ -59,6 +59,11 @@ struct egg_backend {
     int (*nccl_allgather)(egg_backend *b, int norm, int pairs_local, int maxc, int32_t *all, egg_err *err);
     /* Parameters changed on the host (resume): upload. */
     int (*set_params)(egg_backend *b, const egg_model *m, egg_err *err);
+    /* Optional (GPUs): page-locked host memory for the buffer that eval's tokens are read from each step, so their
+     * upload (34 MB a step at EGG-128x4's 65536 members) is one DMA instead of the driver's staging through the CPU;
+     * NULL on failure (the caller then uses malloc). host_free releases it; call it before destroy. */
+    void *(*host_alloc)(egg_backend *b, size_t bytes);
+    void (*host_free)(egg_backend *b, void *p);
     void (*destroy)(egg_backend *b);
 };
 

@@ -499,7 +499,11 @@ int main(int argc, char **argv) {
     const int T = c->seq, gs = c->group;
     const int m0 = 2 * R.p0, m1 = 2 * R.p1, nloc = m1 - m0;
     const int g0 = nloc > 0 ? m0 / gs : 0, g1 = nloc > 0 ? (m1 - 1) / gs + 1 : 0, ng = g1 - g0;
-    int32_t *tokens = egg_xmalloc(sizeof(int32_t) * (size_t)(ng > 0 ? ng : 1) * (T + 1));
+    /* page-locked where the backend offers it (a GPU's upload is then one DMA) */
+    const size_t tok_bytes = sizeof(int32_t) * (size_t)(ng > 0 ? ng : 1) * (T + 1);
+    int32_t *tokens = R.be.host_alloc ? R.be.host_alloc(&R.be, tok_bytes) : NULL;
+    const int tokens_pinned = tokens != NULL;
+    if (!tokens) tokens = egg_xmalloc(tok_bytes);
     uint8_t *reset = egg_xmalloc((size_t)(ng > 0 ? ng : 1));
     int32_t *scores = egg_xmalloc(sizeof(int32_t) * (size_t)(nloc > 0 ? nloc : 1));
     int32_t *dloc = egg_xmalloc(sizeof(int32_t) * (size_t)(R.p1 - R.p0 + 1));
@@ -666,7 +670,9 @@ int main(int argc, char **argv) {
         if (R.log) fclose(R.log);
     }
     free(xall);
-    free(tokens); free(reset); free(scores); free(dloc); free(dall); free(floc); free(fit); free(R.counts);
+    if (tokens_pinned) R.be.host_free(&R.be, tokens);
+    else free(tokens);
+    free(reset); free(scores); free(dloc); free(dall); free(floc); free(fit); free(R.counts);
     if (R.have_be) R.be.destroy(&R.be);
     egg_model_free(&R.m);
     egg_tokens_close(&R.data);

@@ -3932,6 +3932,20 @@ extern "C" int egg_cuda_nccl_uid(unsigned char *uid128) {
 extern "C" int egg_cuda_nccl_uid(unsigned char *uid128) { (void)uid128; return -1; }
 #endif
 
+static void *cuda_host_alloc(egg_backend *be, size_t bytes) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    void *p = NULL;
+    if (cudaSetDevice(c->dev) != cudaSuccess || cudaMallocHost(&p, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+static void cuda_host_free(egg_backend *be, void *p) {
+    (void)be;
+    if (p) cudaFreeHost(p);
+}
+
 static void cuda_destroy(egg_backend *be) {
     CudaImpl *c = (CudaImpl *)be->impl;
     if (!c) return;
@@ -4275,6 +4289,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     be->get_state = cuda_get_state;
     be->set_state = cuda_set_state;
     be->set_params = cuda_set_params;
+    be->host_alloc = cuda_host_alloc;
+    be->host_free = cuda_host_free;
     be->destroy = cuda_destroy;
 #ifdef EGG_HAVE_NCCL
     be->nccl_init = cuda_nccl_init;
