@@ -830,6 +830,15 @@ __device__ __forceinline__ int4 shfl_xor4(int4 v, int m) {
 /* the row (from the lane pair's even row) and column of a lane's store k */
 __device__ __forceinline__ int perm_store_row(int gid, int k) { return (gid & ~1) + k; }
 __device__ __forceinline__ int perm_store_col(int gid, int tig) { return (gid & 1) * 64 + tig * 16; }
+/* MODE_RESID: the residual of wg_frag_direct's stores of columns n0 .. n0 + 127, in its store order (ot[q]: store q % 2
+ * of row half q / 2), loaded ahead (under the tile's MMAs) */
+__device__ __forceinline__ void frag_direct_resid(const MMArgs &a, int m0, int n0, int warp, int gid, int tig, int4 (&ot)[4]) {
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        const int m = m0 + warp * 16 + (q >> 1) * 8 + perm_store_row(gid, q & 1);
+        ot[q] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
+    }
+}
 template <int MODE, int R, int EP>
 __device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int *ts, int m0, int n0,
                                                int warp, int gid, int tig, const int4 (&ot)[4], uint64_t *aempty, int8_t *Y) {
@@ -1280,12 +1289,7 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
         tl.get(a, per, KT, m0, n0, kt0, ktn);
         int4 ot[4]; /* the residual, loading under the tile's MMAs */
         if (!PERM) mmp_res_load<MODE>(a, m0 + w * 64, n0, wt, 128, ot);
-        else if (MODE == MODE_RESID)
-#pragma unroll
-            for (int q = 0; q < 4; q++) { /* store q % 2 of row half q / 2 of wg_frag_direct */
-                const int m = m0 + warp * 16 + (q >> 1) * 8 + perm_store_row(gid, q & 1);
-                ot[q] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
-            }
+        else if (MODE == MODE_RESID) frag_direct_resid(a, m0, n0, warp, gid, tig, ot);
         /* warpgroup 0 issues tile it's MMAs after warpgroup 1 issued tile it - 1's; warpgroup 1 after warpgroup 0 */
         if (turns && (w == 1 || it > 0)) mbar_wait(turn + w, (unsigned)(w == 0 ? it - 1 : it) & 1);
         for (int kt = 0; kt < ktn; kt++) {
@@ -1613,12 +1617,7 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
         const int m0 = ((int)blockIdx.x + it * (int)gridDim.x) * BM;
         int4 ot[2][4]; /* the residual of both halves, loading under the tile's MMAs (wg_frag_direct's store order) */
 #pragma unroll
-        for (int h = 0; h < 2; h++)
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int m = m0 + warp * 16 + (q >> 1) * 8 + perm_store_row(gid, q & 1);
-                ot[h][q] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + h * BN + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
-            }
+        for (int h = 0; h < 2; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
         for (int kt = 0; kt < KT; kt++) {
             mbar_wait(full + st, ph);
             const unsigned so = st * (mmd_stage_bytes() >> 4);
@@ -1724,66 +1723,49 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
  * of up and the B rows of down per chunk, the A rows of down per block. After the last chunk the down accumulators
  * go out through wg_frag_direct (residual added), as in mmd_kernel. Same integer operations as up in mmx_kernel and
  * down in mmd_kernel. */
-#define ML_S 7 /* W stages of 64 H bytes: up's rows of a chunk for some k-steps, or down's [H][64] for one k-step */
+#define ML_S 7  /* W stages of 64 H bytes: a chunk's up ([H/64][64][64]: its 64 rows of Wup) is job j, its down ([H][64]) j + 1 */
+#define ML_MA 4 /* the chunks' noise buffers: up's A rows [64 pairs][64], down's B rows [64 pairs][64] */
 /* the epilogue under the MMAs (OVL) at H = 128 only: at 256 the accumulator copy next to down's 128 accumulators made
  * ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9) */
 __host__ __device__ constexpr bool ml_ovl(int H) { return H == 128; }
-/* hidden units per chunk: 64 (128 at H = 256, m64n128k32 up MMAs and half the chunks, ran 3% slower: 3766 vs 3660 us a
- * layer, its epilogue spilling 24 bytes) */
-__host__ __device__ constexpr int ml_cw(int) { return 64; }
-__host__ __device__ constexpr int ml_ma(int H) { return ml_cw(H) == 64 ? 4 : 2; } /* the chunks' noise buffers */
-__host__ __device__ constexpr int ml_ub(int H) { return ml_ovl(H) ? 2 : 1; }      /* U tiles per warpgroup */
 __host__ __device__ constexpr int mlp_smem_bytes(int H) {
-    /* stages, x, up's B rows, down's A rows, U tiles, the chunks' noise buffers (up's A rows, down's B rows), ts, barriers */
-    return ML_S * 64 * H + H * BM + H * 64 + (H / 128) * (BM / 2) * BN + ml_ub(H) * 2 * 64 * ml_cw(H) + ml_ma(H) * 2 * 64 * ml_cw(H) + BM * 4 +
-           (2 * ML_S + 6 + ml_ma(H)) * 8;
+    /* stages, x, up's B rows, down's A rows, U tiles (two by chunk parity with OVL), the noise buffers, ts, barriers */
+    return ML_S * 64 * H + H * BM + H * 64 + (H / 128) * (BM / 2) * BN + (ml_ovl(H) ? 2 : 1) * 2 * 64 * BK + ML_MA * 2 * 64 * BK +
+           BM * 4 + (2 * ML_S + 6 + ML_MA) * 8;
 }
 #ifdef MMP_WGMMA
 template <int H, int R, int EP, int w>
 __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, const int8_t *Xr, const int8_t *Bu, int8_t *Us, const int8_t *An,
                                             const int8_t *Ad, int *ts, uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty,
                                             uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, uint64_t *turn, int nrb, int tid) {
-    constexpr int KT = H / 64, CW = ml_cw(H), NC = 4 * H / CW, SB = 64 * H, MA = ml_ma(H), NQ = CW / 64;
-    constexpr int UPS = CW / 64, KPS = KT / UPS; /* up's stages per chunk, k-steps per up stage; down's stages per chunk: NQ */
-    constexpr int JPC = UPS + NQ;               /* stage jobs per chunk: up's, then down's */
+    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
     constexpr bool OVL = ml_ovl(H);
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
-    int dd[H / 2], du[CW / 2], e[OVL ? CW / 2 : 1];
+    int dd[H / 2], du[32], e[OVL ? 32 : 1];
     const uint64_t dx0 = wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), dw0 = wg_desc((unsigned)__cvta_generic_to_shared(Ws)),
-                   du0 = wg_desc((unsigned)__cvta_generic_to_shared(Us) + w * 64 * CW);
+                   du0 = wg_desc((unsigned)__cvta_generic_to_shared(Us) + w * 64 * BK);
     int r[2];
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) r[hr] = warp * 16 + gid + hr * 8; /* the thread's rows in the block (warp 4 w + w % 4) */
-    unsigned j = 0;  /* the block's first stage job: chunk c's up stages from j + JPC c, its down stages after them */
+    unsigned j = 0;  /* the block's first stage job: chunk c's up is job j + 2 c, its down j + 2 c + 1 */
     unsigned ac = 0; /* the chunk's noise buffer, counted over the blocks */
     unsigned g = 0;  /* chunks whose up this warpgroup issued, over the blocks */
-    auto issue_up = [&](unsigned ju) { /* up's MMAs of the chunk whose stages start at job ju */
+    auto issue_up = [&](unsigned ju) { /* up's MMAs of the chunk at stage job ju */
         /* warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0 issued g's:
          * the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in step, both
          * epilogues ran at once with the tensor cores idle) */
         if (w == 1 || g > 0) mbar_wait(turn + w, (w == 0 ? g - 1 : g) & 1);
-#pragma unroll
-        for (int u = 0; u < UPS; u++) mbar_wait(full + (ju + u) % ML_S, ((ju + u) / ML_S) & 1); /* all first: a wait loop between
-                                                                                                 * the MMAs serialises them (C7520) */
+        mbar_wait(full + ju % ML_S, (ju / ML_S) & 1);
+        const unsigned so = (ju % ML_S) * (SB >> 4);
         wg_fence();
 #pragma unroll
-        for (int u = 0; u < UPS; u++) {
-            const unsigned so = ((ju + u) % ML_S) * (SB >> 4);
-#pragma unroll
-            for (int kk = 0; kk < KPS; kk++) {
-                const int kt = u * KPS + kk;
-                wg_mma_k64(du, dx0 + kt * (BM * BK >> 4), dw0 + so + kk * (CW * BK >> 4), kt > 0);
-            }
-        }
+        for (int kt = 0; kt < KT; kt++) wg_mma_k64(du, dx0 + kt * (BM * BK >> 4), dw0 + so + kt * (64 * BK >> 4), kt > 0);
         wg_commit();
         mbar_arrive(turn + (1 - w));
         g++;
     };
-    auto release = [&](unsigned j0, int n) { /* stage jobs j0 .. j0 + n - 1 are read */
-#pragma unroll
-        for (int i = 0; i < n; i++) mbar_arrive(empty + (j0 + i) % ML_S);
-    };
-    for (int q = 0; q < nrb; q++, j += JPC * NC) {
+    auto release = [&](unsigned jr) { mbar_arrive(empty + jr % ML_S); }; /* stage job jr is read */
+    for (int q = 0; q < nrb; q++, j += 2 * NC) {
         const int m0 = ((int)blockIdx.x + q * (int)gridDim.x) * BM;
         int tu[2] = {0, 0}, tn[2] = {0, 0};
         mbar_wait(xfull, (unsigned)q & 1);
@@ -1800,38 +1782,30 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             }
         }
         auto issue_down = [&](int cd) { /* down's MMAs of chunk cd (its U tile complete: the barrier after its epilogue) */
-            const unsigned jd = j + JPC * cd + UPS;
-            const uint64_t ub = du0 + (OVL ? (cd & 1) * (2 * 64 * CW >> 4) : 0);
-#pragma unroll
-            for (int d = 0; d < NQ; d++) mbar_wait(full + (jd + d) % ML_S, ((jd + d) / ML_S) & 1);
+            const unsigned jd = j + 2 * cd + 1;
+            mbar_wait(full + jd % ML_S, (jd / ML_S) & 1);
             wg_fence();
-#pragma unroll
-            for (int d = 0; d < NQ; d++) {
-                wg_mma_k64(dd, ub + d * (64 * BK >> 4), dw0 + ((jd + d) % ML_S) * (SB >> 4), cd > 0 || d > 0);
-            }
+            wg_mma_k64(dd, du0 + (OVL ? (cd & 1) * (2 * 64 * BK >> 4) : 0), dw0 + (jd % ML_S) * (SB >> 4), cd > 0);
         };
         /* chunk c's epilogue from its up accumulators v into its U tile, t_dn += U . B_dn: with W_up's permuted copy a
-         * thread's accumulators of row hr are hidden units 64 qq + 16 tig .. + 15, qq < CW / 64; the rows' pairs' A rows of
-         * up and B rows of down from the chunk's noise buffer */
-        auto epilogue = [&](int c, const int (&v)[CW / 2]) {
-            int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * CW;
-            const int8_t *nb = An + (ac % MA) * 2 * 64 * CW;
+         * thread's accumulators of row hr are hidden units 16 tig .. + 15 of the chunk; the rows' pairs' A rows of up and B
+         * rows of down from the chunk's noise buffer */
+        auto epilogue = [&](int c, const int (&v)[32]) {
+            int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * BK;
+            const int8_t *nb = An + (ac % ML_MA) * 2 * 64 * BK;
 #pragma unroll
-            for (int hr = 0; hr < 2; hr++)
+            for (int hr = 0; hr < 2; hr++) {
+                const int4 Av = R > 0 ? *(const int4 *)(nb + wg_off(r[hr] >> 1, tig)) : make_int4(0, 0, 0, 0);
+                int4 y;
 #pragma unroll
-                for (int qq = 0; qq < NQ; qq++) {
-                    const int4 Av = R > 0 ? *(const int4 *)(nb + qq * 64 * BK + wg_off(r[hr] >> 1, tig)) : make_int4(0, 0, 0, 0);
-                    int4 y;
-#pragma unroll
-                    for (int q4 = 0; q4 < 4; q4++) /* units 4 q4 .. + 3 of the run: accumulator groups 8 qq + 2 q4, + 1 */
-                        (&y.x)[q4] = (int)epi_quad_bytes<R, EP>(v[32 * qq + 8 * q4 + 2 * hr], v[32 * qq + 8 * q4 + 2 * hr + 1],
-                                                                v[32 * qq + 8 * q4 + 4 + 2 * hr], v[32 * qq + 8 * q4 + 4 + 2 * hr + 1],
-                                                                R > 0 ? (unsigned)(&Av.x)[q4] : 0u, tu[hr], 8, a.pshift);
-                    *(int4 *)(Uw + qq * 64 * BK + wg_off(r[hr] - w * 64, tig)) = y;
-                    if (R > 0) tn[hr] += dot16(y, *(const int4 *)(nb + (NQ + qq) * 64 * BK + wg_off(r[hr] >> 1, tig)));
-                }
+                for (int q4 = 0; q4 < 4; q4++) /* units 4 q4 .. + 3: accumulator groups 2 q4, 2 q4 + 1 */
+                    (&y.x)[q4] = (int)epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr],
+                                                            v[8 * q4 + 4 + 2 * hr + 1], R > 0 ? (unsigned)(&Av.x)[q4] : 0u, tu[hr], 8, a.pshift);
+                *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
+                if (R > 0) tn[hr] += dot16(y, *(const int4 *)(nb + 64 * BK + wg_off(r[hr] >> 1, tig)));
+            }
             if (R > 0) {
-                mbar_arrive(aempty + ac % MA);
+                mbar_arrive(aempty + ac % ML_MA);
                 ac++;
             }
             fence_proxy_async(); /* U, read next by the tensor cores */
@@ -1842,24 +1816,24 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
 #pragma unroll /* the MMAs issued per chunk differ at the ends: known at compile time (ptxas serialises wgmma behind a branch) */
             for (int c = 0; c < NC; c++) {
                 wg_wait<0>(); /* this chunk's up and the down of chunk c - 2 are done */
-                release(j + JPC * c, UPS);
-                if (c >= 2) release(j + JPC * (c - 2) + UPS, NQ);
+                release(j + 2 * c);
+                if (c >= 2) release(j + 2 * c - 3);
                 if (c == NC - 1) mbar_arrive(xempty); /* the block's x and B_up rows are read */
 #pragma unroll
-                for (int i = 0; i < CW / 2; i++) asm volatile("mov.b32 %0, %1;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
+                for (int i = 0; i < 32; i++) asm volatile("mov.b32 %0, %1;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
                 if (c >= 1) issue_down(c - 1);
-                if (c + 1 < NC) issue_up(j + JPC * (c + 1));
+                if (c + 1 < NC) issue_up(j + 2 * c + 2);
                 else if (c >= 1) wg_commit();
-                epilogue(c, *reinterpret_cast<const int(*)[CW / 2]>(e));
+                epilogue(c, *reinterpret_cast<const int(*)[32]>(e));
             }
             issue_down(NC - 1);
             wg_commit();
         } else { /* the epilogue after the chunk's up, the chunk's down after it */
             for (int c = 0; c < NC; c++) {
-                issue_up(j + JPC * c);
+                issue_up(j + 2 * c);
                 wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
-                release(j + JPC * c, UPS);
-                if (c > 0) release(j + JPC * (c - 1) + UPS, NQ);
+                release(j + 2 * c);
+                if (c > 0) release(j + 2 * c - 1);
                 if (c == NC - 1) mbar_arrive(xempty); /* the block's x and B_up rows are read */
                 epilogue(c, du);
                 issue_down(c);
@@ -1868,15 +1842,10 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         }
         int4 ot[H / 128][4]; /* the residual in wg_frag_direct's store order */
 #pragma unroll
-        for (int h = 0; h < H / 128; h++)
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const int m = m0 + warp * 16 + (k >> 1) * 8 + perm_store_row(gid, k & 1);
-                ot[h][k] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + h * BN + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
-            }
+        for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
         wg_wait<0>();
-        if (OVL) release(j + JPC * (NC - 2) + UPS, NQ);
-        release(j + JPC * (NC - 1) + UPS, NQ);
+        if (OVL) release(j + 2 * NC - 3);
+        release(j + 2 * NC - 1);
         if (R > 0) {
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
@@ -1896,7 +1865,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
     wg_wait<0>();
 }
 #endif
-/* tmaps: x [rows][H] (box 64 x 128), Wup's permuted copy (64 x the chunk width), the noise (64 x 64 pairs: up's A and
+/* tmaps: x [rows][H] (box 64 x 128), Wup's permuted copy (64 x 64), the noise (64 x 64 pairs: up's A and
  * B rows, down's B rows), Wdown's permuted copy (64 x 128), the noise for down's A rows (128 x 64 pairs); a: down's
  * GEMM (X unused), aoff_up: up's noise */
 template <int H, int R, int EP>
@@ -1904,17 +1873,17 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                                                             const __grid_constant__ CUtensorMap tmwu, const __grid_constant__ CUtensorMap tmnu,
                                                             const __grid_constant__ CUtensorMap tmwd, const __grid_constant__ CUtensorMap tmnd) {
 #ifdef MMP_WGMMA
-    constexpr int KT = H / 64, CW = ml_cw(H), NC = 4 * H / CW, SB = 64 * H, MA = ml_ma(H), NQ = CW / 64, UPS = CW / 64, KPS = KT / UPS;
+    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                    /* [ML_S][SB] */
     int8_t *Xr = Ws + ML_S * SB;                    /* [KT][BM][BK]: the block's x */
     int8_t *Bu = Xr + KT * BM * BK;                 /* [KT][64][BK]: its pairs' B rows of up */
     int8_t *Ad = Bu + KT * 64 * BK;                 /* [H/128][BM/2][BN]: their A rows of down */
-    int8_t *Us = Ad + (H / 128) * (BM / 2) * BN;    /* [ml_ub][2][NQ][64][BK]: each warpgroup's U chunk */
-    int8_t *An = Us + ml_ub(H) * 2 * 64 * CW;       /* [MA][2][NQ][64][BK]: a chunk's A rows of up, B rows of down */
-    int *ts = (int *)(An + MA * 2 * 64 * CW);       /* [BM]: sign * (U . B_dn) */
+    int8_t *Us = Ad + (H / 128) * (BM / 2) * BN;    /* [1 or 2 (OVL)][2][64][BK]: each warpgroup's U chunk */
+    int8_t *An = Us + (ml_ovl(H) ? 2 : 1) * 2 * 64 * BK; /* [ML_MA][2][64][BK]: a chunk's A rows of up, B rows of down */
+    int *ts = (int *)(An + ML_MA * 2 * 64 * BK);    /* [BM]: sign * (U . B_dn) */
     uint64_t *full = (uint64_t *)(ts + BM), *empty = full + ML_S, *xfull = empty + ML_S, *xempty = xfull + 1, *adfull = xempty + 1,
-             *adempty = adfull + 1, *aempty = adempty + 1, *turn = aempty + MA;
+             *adempty = adfull + 1, *aempty = adempty + 1, *turn = aempty + ML_MA;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
         for (int st = 0; st < ML_S; st++) {
@@ -1927,7 +1896,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
         mbar_init(xempty, 256);
         mbar_init(adfull, 1);
         mbar_init(adempty, 256 * (H / 128)); /* every consumer thread, once per 128 columns */
-        for (int u = 0; u < MA; u++) mbar_init(aempty + u, 256);
+        for (int u = 0; u < ML_MA; u++) mbar_init(aempty + u, 256);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -1954,27 +1923,21 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                     if (R > 0) tma_load_2d(Bu + kt * 64 * BK, &tmnu, (int)(aoff_up + a_span(1, 4 * H)) + kt * BK, p0, xfull, keep);
                 }
                 for (int c = 0; c < NC; c++) {
-                    for (int u = 0; u < UPS; u++, j++) { /* up: Wup's permuted rows CW c .. CW c + CW - 1, k-steps KPS u .. */
-                        const int st = stage();
-                        const bool nz = R > 0 && u == 0; /* the chunk's noise rows with its first up stage */
-                        if (nz && ac >= (unsigned)MA) mbar_wait(aempty + ac % MA, (ac / MA - 1) & 1);
-                        mbar_expect_tx(full + st, SB + (nz ? 2 * 64 * CW : 0));
-                        for (int kk = 0; kk < KPS; kk++)
-                            tma_load_2d(Ws + st * SB + kk * CW * BK, &tmwu, (u * KPS + kk) * BK, c * CW, full + st, keep);
-                        if (nz) {
-                            int8_t *nb = An + (ac % MA) * 2 * 64 * CW;
-                            for (int qq = 0; qq < NQ; qq++) {
-                                tma_load_2d(nb + qq * 64 * BK, &tmnu, (int)aoff_up + c * CW + qq * 64, p0, full + st, keep);
-                                tma_load_2d(nb + (NQ + qq) * 64 * BK, &tmnu, (int)(a.aoff + a_span(1, H)) + c * CW + qq * 64, p0, full + st, keep);
-                            }
-                            ac++;
-                        }
+                    int st = stage(); /* up: Wup's permuted rows 64 c .. 64 c + 63, all k-steps, and the chunk's noise rows */
+                    if (R > 0 && ac >= (unsigned)ML_MA) mbar_wait(aempty + ac % ML_MA, (ac / ML_MA - 1) & 1);
+                    mbar_expect_tx(full + st, SB + (R > 0 ? 2 * 64 * BK : 0));
+                    for (int kt = 0; kt < KT; kt++) tma_load_2d(Ws + st * SB + kt * 64 * BK, &tmwu, kt * BK, c * 64, full + st, keep);
+                    if (R > 0) {
+                        int8_t *nb = An + (ac % ML_MA) * 2 * 64 * BK;
+                        tma_load_2d(nb, &tmnu, (int)aoff_up + c * 64, p0, full + st, keep);
+                        tma_load_2d(nb + 64 * BK, &tmnu, (int)(a.aoff + a_span(1, H)) + c * 64, p0, full + st, keep);
+                        ac++;
                     }
-                    for (int d = 0; d < NQ; d++, j++) { /* down: Wdown's permuted rows, columns CW c + 64 d .. + 63 */
-                        const int st = stage();
-                        mbar_expect_tx(full + st, SB);
-                        for (int h = 0; h < H / 128; h++) tma_load_2d(Ws + st * SB + h * BN * BK, &tmwd, c * CW + d * BK, h * BN, full + st, keep);
-                    }
+                    j++;
+                    st = stage(); /* down: Wdown's permuted rows, columns 64 c .. 64 c + 63 */
+                    mbar_expect_tx(full + st, SB);
+                    for (int h = 0; h < H / 128; h++) tma_load_2d(Ws + st * SB + h * BN * BK, &tmwd, c * BK, h * BN, full + st, keep);
+                    j++;
                     if (R > 0 && c == NC / 2) { /* down's A rows, once the previous block's epilogue read them */
                         if (q >= 1) mbar_wait(adempty, (unsigned)(q - 1) & 1);
                         mbar_expect_tx(adfull, (H / 128) * (BM / 2) * BN);
@@ -3359,7 +3322,7 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done,
     memset(&tmx, 0, sizeof tmx); memset(&tmwu, 0, sizeof tmwu); memset(&tmnu, 0, sizeof tmnu);
     memset(&tmwd, 0, sizeof tmwd); memset(&tmnd, 0, sizeof tmnd);
     bool ok = tmap_2d(c->tmap_encode, &tmx, x->XN, (size_t)H, (size_t)rows, (size_t)H, BM) &&
-              tmap_2d(c->tmap_encode, &tmwu, c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, ml_cw(H)) &&
+              tmap_2d(c->tmap_encode, &tmwu, c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
               tmap_2d(c->tmap_encode, &tmwd, c->wperm + c->m->t[idn].off, (size_t)(4 * H), (size_t)H, (size_t)(4 * H), BN);
     if (ok && r)
         ok = tmap_2d(c->tmap_encode, &tmnu, c->noise, c->pstride, (size_t)wrap, c->pstride, 64) &&
