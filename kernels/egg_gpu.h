@@ -75,6 +75,7 @@ static inline int egg_hip_event_record(hipEvent_t e, hipStream_t s = 0) { return
 static inline int egg_hip_event_synchronize(hipEvent_t e) { return (int)hipEventSynchronize(e); }
 static inline int egg_hip_event_elapsed_time(float *ms, hipEvent_t a, hipEvent_t b) { return (int)hipEventElapsedTime(ms, a, b); }
 static inline int egg_hip_event_destroy(hipEvent_t e) { return (int)hipEventDestroy(e); }
+static inline int egg_hip_stream_wait_event(hipStream_t s, hipEvent_t e, unsigned f) { return (int)hipStreamWaitEvent(s, e, f); }
 static inline int egg_hip_graph_launch(hipGraphExec_t e, hipStream_t s) { return (int)hipGraphLaunch(e, s); }
 static inline int egg_hip_graph_exec_destroy(hipGraphExec_t e) { return (int)hipGraphExecDestroy(e); }
 static inline int egg_hip_graph_destroy(hipGraph_t g) { return (int)hipGraphDestroy(g); }
@@ -118,6 +119,7 @@ static inline int egg_hip_func_set_attribute(const void *f, hipFuncAttribute a, 
 #define cudaEventSynchronize egg_hip_event_synchronize
 #define cudaEventElapsedTime egg_hip_event_elapsed_time
 #define cudaEventDestroy egg_hip_event_destroy
+#define cudaStreamWaitEvent egg_hip_stream_wait_event
 #define cudaGraphInstantiate egg_hip_graph_instantiate
 #define cudaGraphLaunch egg_hip_graph_launch
 #define cudaGraphExecDestroy egg_hip_graph_exec_destroy

@@ -64,6 +64,10 @@ struct egg_backend {
      * NULL on failure (the caller then uses malloc). host_free releases it; call it before destroy. */
     void *(*host_alloc)(egg_backend *b, size_t bytes);
     void (*host_free)(egg_backend *b, void *p);
+    /* Optional (NULL: nothing to start): begin, without waiting, the work of a coming step's eval that depends
+     * only on (seed, epoch) -- the GPU backends generate its noise blob -- so it runs while the host prepares the
+     * step's tokens. Called after update; eval redoes it when the epoch or seed differ. */
+    int (*prefetch)(egg_backend *b, uint64_t seed, uint32_t epoch, egg_err *err);
     void (*destroy)(egg_backend *b);
 };
 

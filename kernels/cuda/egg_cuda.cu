@@ -3076,6 +3076,8 @@ struct CudaImpl {
     cudaGraphExec_t gexec;
     int have_graph;
     cudaStream_t st;
+    cudaStream_t cs;          /* the step's token upload, beside the prefetched noise kernels on st */
+    cudaEvent_t up;           /* that upload done: st waits for it */
     uint64_t seed; uint32_t noise_epoch; int noise_valid;
 #ifdef EGG_HAVE_NCCL
     ncclComm_t comm;
@@ -3569,9 +3571,21 @@ static int upload_tokens(CudaImpl *c, Ctx *x, const int32_t *tokens, size_t ntok
         x->tok_cap = (int)ntok;
         CK(cudaMalloc(&x->tokens, sizeof(int32_t) * ntok));
     }
-    CK(cudaMemcpyAsync(x->tokens, tokens, sizeof(int32_t) * ntok, cudaMemcpyHostToDevice, c->st));
-    if (reset) CK(cudaMemcpyAsync(x->reset, reset, (size_t)ng, cudaMemcpyHostToDevice, c->st));
+    /* on the copy stream, so the DMA runs beside the step's noise kernels that cuda_prefetch queued on st; st waits
+     * for it before its next kernel (the tokens' previous readers finished: the last eval synchronised st) */
+    CK(cudaMemcpyAsync(x->tokens, tokens, sizeof(int32_t) * ntok, cudaMemcpyHostToDevice, c->cs));
+    if (reset) CK(cudaMemcpyAsync(x->reset, reset, (size_t)ng, cudaMemcpyHostToDevice, c->cs));
+    CK(cudaEventRecord(c->up, c->cs));
+    CK(cudaStreamWaitEvent(c->st, c->up, 0));
     return 0;
+}
+
+/* backend prefetch: the step's noise blob, queued on the stream behind the update (which has read the previous
+ * step's blob); cuda_eval's gen_noise then finds it valid */
+static int cuda_prefetch(egg_backend *be, uint64_t seed, uint32_t epoch, egg_err *err) {
+    CudaImpl *c = (CudaImpl *)be->impl;
+    CK(cudaSetDevice(c->dev));
+    return gen_noise(c, seed, epoch, err);
 }
 
 static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, egg_err *err) {
@@ -3934,6 +3948,8 @@ static void cuda_destroy(egg_backend *be) {
     if (c->have_graph) { cudaGraphExecDestroy(c->gexec); cudaGraphDestroy(c->graph); }
     cudaFree(c->seedep);
     cudaStreamDestroy(c->st);
+    if (c->cs) cudaStreamDestroy(c->cs);
+    if (c->up) cudaEventDestroy(c->up);
     delete c;
     be->impl = NULL;
 }
@@ -4055,6 +4071,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                         dev, need / 1e9, fr / 1e9);
     }
     CK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&c->cs, cudaStreamNonBlocking));
+    CK(cudaEventCreate(&c->up));
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
@@ -4249,6 +4267,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     be->update = cuda_update;
     be->eval_clean = cuda_eval_clean;
     be->sample_step = cuda_sample_step;
+    be->prefetch = cuda_prefetch;
     be->get_state = cuda_get_state;
     be->set_state = cuda_set_state;
     be->set_params = cuda_set_params;
