@@ -76,6 +76,8 @@ static inline int egg_hip_event_synchronize(hipEvent_t e) { return (int)hipEvent
 static inline int egg_hip_event_elapsed_time(float *ms, hipEvent_t a, hipEvent_t b) { return (int)hipEventElapsedTime(ms, a, b); }
 static inline int egg_hip_event_destroy(hipEvent_t e) { return (int)hipEventDestroy(e); }
 static inline int egg_hip_stream_wait_event(hipStream_t s, hipEvent_t e, unsigned f) { return (int)hipStreamWaitEvent(s, e, f); }
+static inline int egg_hip_host_register(void *p, size_t n, unsigned f) { return (int)hipHostRegister(p, n, f); }
+static inline int egg_hip_host_unregister(void *p) { return (int)hipHostUnregister(p); }
 static inline int egg_hip_graph_launch(hipGraphExec_t e, hipStream_t s) { return (int)hipGraphLaunch(e, s); }
 static inline int egg_hip_graph_exec_destroy(hipGraphExec_t e) { return (int)hipGraphExecDestroy(e); }
 static inline int egg_hip_graph_destroy(hipGraph_t g) { return (int)hipGraphDestroy(g); }
@@ -120,6 +122,9 @@ static inline int egg_hip_func_set_attribute(const void *f, hipFuncAttribute a, 
 #define cudaEventElapsedTime egg_hip_event_elapsed_time
 #define cudaEventDestroy egg_hip_event_destroy
 #define cudaStreamWaitEvent egg_hip_stream_wait_event
+#define cudaHostRegister egg_hip_host_register
+#define cudaHostUnregister egg_hip_host_unregister
+#define cudaHostRegisterDefault hipHostRegisterDefault
 #define cudaGraphInstantiate egg_hip_graph_instantiate
 #define cudaGraphLaunch egg_hip_graph_launch
 #define cudaGraphExecDestroy egg_hip_graph_exec_destroy

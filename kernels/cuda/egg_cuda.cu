@@ -2995,6 +2995,53 @@ __global__ void upd_vec_kernel(int E, int n, const uint64_t *ekeys, const int8_t
     if (z) atomicAdd(&Z[i], z);
 }
 
+/* every vector tensor's update in one launch (a launch per vector had taken ~28 us each, 25 of them a step at
+ * EGG-256x6, mostly launch and tail): vt[v] = {its votes' offset in Z, its length, its first block row, its tensor
+ * id}, ordered by block row; block row y belongs to the last v with vt[v].z <= y. Same sums as upd_vec_kernel */
+__global__ void upd_vecs_kernel(int E, int nv, const int4 *vt, const uint64_t *ukeys, const int8_t *es, int32_t *Z) {
+    int v = 0;
+    while (v + 1 < nv && vt[v + 1].z <= (int)blockIdx.y) v++;
+    const int4 t = vt[v];
+    const int i = ((int)blockIdx.y - t.z) * blockDim.x + threadIdx.x, n = t.y;
+    const uint64_t *ekeys = ukeys + (size_t)t.w * E;
+    const int e0 = blockIdx.x * UPD_VEC_E, e1 = min(E, e0 + UPD_VEC_E);
+    __shared__ uint64_t keys[UPD_VEC_E];
+    __shared__ int sgs[UPD_VEC_E];
+    for (int q = threadIdx.x; q < e1 - e0; q += blockDim.x) {
+        keys[q] = ekeys[e0 + q];
+        sgs[q] = es[e0 + q];
+    }
+    __syncthreads();
+    if (i >= n) return;
+    int32_t z = 0;
+    for (int e = e0; e < e1; e++) {
+        const uint64_t key = keys[e - e0];
+        z += sgs[e - e0] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
+    }
+    if (z) atomicAdd(&Z[t.x + i], z);
+}
+/* upd_apply_kernel over every vector tensor at once: element j of the concatenation (vector v from vt[v].x) is
+ * parameter voff[v] + j - vt[v].x */
+__global__ void upd_vapply_kernel(int total, int nv, const int4 *vt, const long long *voff, int32_t *Z, long long thr, int8_t *params,
+                                  unsigned long long *changed) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long ch = 0;
+    if (j < total) {
+        int v = 0;
+        while (v + 1 < nv && vt[v + 1].x <= j) v++;
+        const int32_t z = Z[j];
+        Z[j] = 0;
+        const long long az = z < 0 ? -(long long)z : z;
+        if (z != 0 && az * 16 >= thr) {
+            int8_t *w = params + voff[v] + (j - vt[v].x);
+            const int nw = egg_clip8(*w + (z > 0 ? 1 : -1));
+            ch = nw != *w;
+            *w = (int8_t)nw;
+        }
+    }
+    for (int off = 16; off; off >>= 1) ch += __shfl_xor_sync(0xffffffffu, ch, off);
+    if ((threadIdx.x & 31) == 0 && ch) atomicAdd(changed, ch);
+}
 
 /* ------------------------------------------------------------ host side */
 
@@ -3077,6 +3124,9 @@ struct CudaImpl {
     int have_graph;
     cudaStream_t st;
     cudaStream_t cs;          /* the step's token upload, beside the prefetched noise kernels on st */
+    int nvec, vtot, vyb;      /* the vector tensors, their total length, their blocks of 128 */
+    int4 *vtab; long long *voff; /* upd_vecs_kernel's table and their parameter offsets (NULL: a launch per vector) */
+    void *pinned_params;      /* the host model's parameters, page-locked for the update's copy back (NULL: pageable) */
     cudaEvent_t up;           /* that upload done: st waits for it */
     uint64_t seed; uint32_t noise_epoch; int noise_valid;
 #ifdef EGG_HAVE_NCCL
@@ -3736,11 +3786,21 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         prof_mark(c, P_UPD_MM);
     }
 #endif
+    if (E && c->vtab) { /* every vector tensor in one launch */
+        upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, c->st>>>(E, c->nvec, c->vtab, c->ukeys,
+                                                                                                               c->es, c->Z);
+        CKL();
+        upd_vapply_kernel<<<(unsigned)((c->vtot + 255) / 256), 256, 0, c->st>>>(c->vtot, c->nvec, c->vtab, c->voff, c->Z, thr, c->params,
+                                                                                 c->changed);
+        CKL();
+        prof_mark(c, P_UPD_VEC);
+    }
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
         int8_t *w = c->params + t->off;
         if (!E) break;
         if (grouped && t->kind != EGG_T_VEC) continue; /* done above */
+        if (c->vtab && t->kind == EGG_T_VEC) continue; /* done above */
 
         if (t->kind == EGG_T_VEC) {
             dim3 g((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)((t->rows + 127) / 128));
@@ -3949,6 +4009,8 @@ static void cuda_destroy(egg_backend *be) {
     cudaFree(c->seedep);
     cudaStreamDestroy(c->st);
     if (c->cs) cudaStreamDestroy(c->cs);
+    cudaFree(c->vtab); cudaFree(c->voff);
+    if (c->pinned_params) cudaHostUnregister(c->pinned_params);
     if (c->up) cudaEventDestroy(c->up);
     delete c;
     be->impl = NULL;
@@ -4093,9 +4155,33 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     {
         size_t zmax = 0;
         for (int id = 0; id < m->ntensors; id++) if (m->t[id].size > zmax) zmax = m->t[id].size;
+        /* the vector tensors' update in one launch (EGG_CUDA_UGROUP=0: a launch per vector, as per matrix) */
+        const char *eg = getenv("EGG_CUDA_UGROUP");
+        std::vector<int4> vt;
+        std::vector<long long> vo;
+        int zo = 0, yb = 0;
+        for (int id = 0; id < m->ntensors && !(eg && atoi(eg) == 0); id++) {
+            const egg_tensor *t = &m->t[id];
+            if (t->kind != EGG_T_VEC) continue;
+            vt.push_back(make_int4(zo, t->rows, yb, id));
+            vo.push_back((long long)t->off);
+            zo += t->rows;
+            yb += (t->rows + 127) / 128;
+        }
+        if (!vt.empty()) {
+            if ((size_t)zo > zmax) zmax = (size_t)zo;
+            CK(cudaMalloc(&c->vtab, sizeof(int4) * vt.size()));
+            CK(cudaMalloc(&c->voff, sizeof(long long) * vo.size()));
+            CK(cudaMemcpy(c->vtab, vt.data(), sizeof(int4) * vt.size(), cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(c->voff, vo.data(), sizeof(long long) * vo.size(), cudaMemcpyHostToDevice));
+            c->nvec = (int)vt.size(); c->vtot = zo; c->vyb = yb;
+        }
         CK(cudaMalloc(&c->Z, sizeof(int32_t) * zmax));
         CK(cudaMemset(c->Z, 0, sizeof(int32_t) * zmax));
     }
+    /* the host model's parameters page-locked: the update copies them back every step (4.9 MB at EGG-256x6) */
+    if (m->nparams > 0 && cudaHostRegister((void *)m->params, m->nparams, cudaHostRegisterDefault) == cudaSuccess) c->pinned_params = m->params;
+    else (void)cudaGetLastError();
     CK(cudaFuncSetAttribute(mm_kernel<MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
     CK(cudaFuncSetAttribute(mm_kernel<MODE_BIAS_GATE>, cudaFuncAttributeMaxDynamicSharedMemorySize, c->smem));
