@@ -2877,9 +2877,15 @@ __global__ void reset_kernel(int n, int H, int L, const uint8_t *reset, int grou
 
 /* noise blob of tensor `id` for local pairs [0, np): global pair p0 + p */
 #define NOISE_PP 8 /* pairs per block of the noise kernel */
+struct NoiseTab { int kind, N, K, is_emb; unsigned long long off; }; /* a tensor's shape and its offset in a pair's blob */
+/* every tensor's noise in one launch: blockIdx.y is the tensor (a launch per tensor had cost ~10 us of start and tail
+ * each, 62 of them a step at EGG-256x6) */
 template <bool R1> /* rank 1: A[0][o] = noise(o), B[0][k] = noise(N + k), no divisions */
-__global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch, uint32_t id, int kind, int N, int K, int r,
-                             int is_emb, size_t off, size_t pstride, int8_t *noise) {
+__global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch, const NoiseTab *tab, int r, size_t pstride, int8_t *noise) {
+    const uint32_t id = blockIdx.y;
+    const NoiseTab nt = tab[id];
+    const int kind = nt.kind, N = nt.N, K = nt.K, is_emb = nt.is_emb;
+    const size_t off = (size_t)nt.off;
     /* 32-bit index math (a blob is at most r * (N + K) bytes; 64-bit division is a long software sequence) */
     const uint32_t len = kind == EGG_T_VEC ? 2u * (uint32_t)N : (is_emb ? (uint32_t)(r * K) : (uint32_t)(r * (N + K)));
     /* NOISE_PP pairs per block (pairs on x: y is limited to 65535), their keys (three mix64 rounds each) once:
@@ -3125,6 +3131,7 @@ struct CudaImpl {
     cudaStream_t st;
     cudaStream_t cs;          /* the step's token upload, beside the prefetched noise kernels on st */
     int nvec, vtot, vyb;      /* the vector tensors, their total length, their blocks of 128 */
+    NoiseTab *ntab;           /* noise_kernel's table: every tensor's shape and blob offset */
     int4 *vtab; long long *voff; /* upd_vecs_kernel's table and their parameter offsets (NULL: a launch per vector) */
     void *pinned_params;      /* the host model's parameters, page-locked for the update's copy back (NULL: pageable) */
     cudaEvent_t up;           /* that upload done: st waits for it */
@@ -3592,19 +3599,18 @@ static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
     const egg_model *m = c->m;
     int np = (c->m1 - c->m0) / 2;
     if (np <= 0) return 0;
-    prof_start(c);
-    for (int id = 0; id < m->ntensors; id++) {
-        const egg_tensor *t = &m->t[id];
-        int is_emb = id == EGG_T_EMB;
-        const dim3 grid((unsigned)((np + NOISE_PP - 1) / NOISE_PP));
-        if (c->r == 1)
-            noise_kernel<true><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, (uint32_t)id, t->kind, t->rows, t->cols,
-                                                        c->r, is_emb, c->noff[id], c->pstride, c->noise);
-        else
-            noise_kernel<false><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, (uint32_t)id, t->kind, t->rows, t->cols,
-                                                         c->r, is_emb, c->noff[id], c->pstride, c->noise);
-        CKL();
+    if (!c->ntab) { /* the tensors' shapes and blob offsets, once */
+        std::vector<NoiseTab> tab((size_t)m->ntensors);
+        for (int id = 0; id < m->ntensors; id++)
+            tab[(size_t)id] = NoiseTab{m->t[id].kind, m->t[id].rows, m->t[id].cols, id == EGG_T_EMB, (unsigned long long)c->noff[id]};
+        CK(cudaMalloc(&c->ntab, sizeof(NoiseTab) * tab.size()));
+        CK(cudaMemcpy(c->ntab, tab.data(), sizeof(NoiseTab) * tab.size(), cudaMemcpyHostToDevice));
     }
+    prof_start(c);
+    const dim3 grid((unsigned)((np + NOISE_PP - 1) / NOISE_PP), (unsigned)m->ntensors);
+    if (c->r == 1) noise_kernel<true><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, c->ntab, c->r, c->pstride, c->noise);
+    else noise_kernel<false><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, c->ntab, c->r, c->pstride, c->noise);
+    CKL();
     prof_mark(c, P_NOISE);
     c->seed = seed; c->noise_epoch = epoch; c->noise_valid = 1;
     return 0;
@@ -4009,7 +4015,7 @@ static void cuda_destroy(egg_backend *be) {
     cudaFree(c->seedep);
     cudaStreamDestroy(c->st);
     if (c->cs) cudaStreamDestroy(c->cs);
-    cudaFree(c->vtab); cudaFree(c->voff);
+    cudaFree(c->vtab); cudaFree(c->voff); cudaFree(c->ntab);
     if (c->pinned_params) cudaHostUnregister(c->pinned_params);
     if (c->up) cudaEventDestroy(c->up);
     delete c;
