@@ -2485,25 +2485,32 @@ static size_t mm_smem_bytes(int r) { return (size_t)mm_ts_offset(r > 0 ? r : 1) 
 
 /* update: apply the thresholded votes Z to n weights, count changes, clear Z */
 /* wp: NULL, or the permuted copy of the matrix w (K columns; wperm_dst), kept equal */
+/* one parameter's step: w moves by 1 toward the sign of its votes z (read and zeroed) where |z| 16 >= thr; true when
+ * the step happened (its new value in nw; *ch: it changed) */
+__device__ __forceinline__ bool upd_step(int32_t *zp, long long thr, int8_t *w, int &nw, unsigned long long *ch) {
+    const int32_t z = *zp;
+    *zp = 0;
+    const long long az = z < 0 ? -(long long)z : z;
+    if (z == 0 || az * 16 < thr) return false;
+    nw = egg_clip8(*w + (z > 0 ? 1 : -1));
+    *ch = nw != *w;
+    *w = (int8_t)nw;
+    return true;
+}
+/* the warp's changed parameters into the step's count */
+__device__ __forceinline__ void upd_count(unsigned long long ch, unsigned long long *changed) {
+    for (int off = 16; off; off >>= 1) ch += __shfl_xor_sync(0xffffffffu, ch, off);
+    if ((threadIdx.x & 31) == 0 && ch) atomicAdd(changed, ch);
+}
 __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w, unsigned long long *changed, int8_t *wp, int K) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     unsigned long long ch = 0;
-    if (i < n) {
-        int32_t z = Z[i];
-        Z[i] = 0;
-        long long az = z < 0 ? -(long long)z : z;
-        if (z != 0 && az * 16 >= thr) {
-            int nw = egg_clip8(w[i] + (z > 0 ? 1 : -1));
-            ch = nw != w[i];
-            w[i] = (int8_t)nw;
-            if (wp) { /* 32-bit index math: a matrix is below 2^31 bytes */
-                const uint32_t o = (uint32_t)i / (uint32_t)K, k = (uint32_t)i - o * (uint32_t)K;
-                wp[(size_t)wperm_dst((int)o) * K + k] = (int8_t)nw;
-            }
-        }
+    int nw;
+    if (i < n && upd_step(Z + i, thr, w + i, nw, &ch) && wp) { /* 32-bit index math: a matrix is below 2^31 bytes */
+        const uint32_t o = (uint32_t)i / (uint32_t)K, k = (uint32_t)i - o * (uint32_t)K;
+        wp[(size_t)wperm_dst((int)o) * K + k] = (int8_t)nw;
     }
-    for (int off = 16; off; off >>= 1) ch += __shfl_xor_sync(0xffffffffu, ch, off);
-    if ((threadIdx.x & 31) == 0 && ch) atomicAdd(changed, ch);
+    upd_count(ch, changed);
 }
 
 /* --------------------------------------------------------- row kernels */
@@ -2980,10 +2987,8 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, const ui
 }
 
 #define UPD_VEC_E 32 /* entries per block of the update's vector kernel */
-__global__ void upd_vec_kernel(int E, int n, const uint64_t *ekeys, const int8_t *es, int32_t *Z) {
-    /* block (e-chunk, i-chunk): each thread one element i, a slice of UPD_VEC_E entries (entries on x: y is limited
-     * to 65535); slices short enough that 16384 entries fill the GPU */
-    const int i = blockIdx.y * blockDim.x + threadIdx.x;
+/* a vector's votes: element i (< n) of the block's slice of UPD_VEC_E entries (blockIdx.x) added into Z[i] */
+__device__ __forceinline__ void upd_vec_votes(int E, int n, int i, const uint64_t *ekeys, const int8_t *es, int32_t *Z) {
     const int e0 = blockIdx.x * UPD_VEC_E, e1 = min(E, e0 + UPD_VEC_E);
     __shared__ uint64_t keys[UPD_VEC_E]; /* the slice's keys, once per block */
     __shared__ int sgs[UPD_VEC_E];
@@ -3000,6 +3005,11 @@ __global__ void upd_vec_kernel(int E, int n, const uint64_t *ekeys, const int8_t
     }
     if (z) atomicAdd(&Z[i], z);
 }
+__global__ void upd_vec_kernel(int E, int n, const uint64_t *ekeys, const int8_t *es, int32_t *Z) {
+    /* block (e-chunk, i-chunk): each thread one element i, a slice of UPD_VEC_E entries (entries on x: y is limited
+     * to 65535); slices short enough that 16384 entries fill the GPU */
+    upd_vec_votes(E, n, blockIdx.y * blockDim.x + threadIdx.x, ekeys, es, Z);
+}
 
 /* every vector tensor's update in one launch (a launch per vector had taken ~28 us each, 25 of them a step at
  * EGG-256x6, mostly launch and tail): vt[v] = {its votes' offset in Z, its length, its first block row, its tensor
@@ -3008,23 +3018,7 @@ __global__ void upd_vecs_kernel(int E, int nv, const int4 *vt, const uint64_t *u
     int v = 0;
     while (v + 1 < nv && vt[v + 1].z <= (int)blockIdx.y) v++;
     const int4 t = vt[v];
-    const int i = ((int)blockIdx.y - t.z) * blockDim.x + threadIdx.x, n = t.y;
-    const uint64_t *ekeys = ukeys + (size_t)t.w * E;
-    const int e0 = blockIdx.x * UPD_VEC_E, e1 = min(E, e0 + UPD_VEC_E);
-    __shared__ uint64_t keys[UPD_VEC_E];
-    __shared__ int sgs[UPD_VEC_E];
-    for (int q = threadIdx.x; q < e1 - e0; q += blockDim.x) {
-        keys[q] = ekeys[e0 + q];
-        sgs[q] = es[e0 + q];
-    }
-    __syncthreads();
-    if (i >= n) return;
-    int32_t z = 0;
-    for (int e = e0; e < e1; e++) {
-        const uint64_t key = keys[e - e0];
-        z += sgs[e - e0] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
-    }
-    if (z) atomicAdd(&Z[t.x + i], z);
+    upd_vec_votes(E, t.y, ((int)blockIdx.y - t.z) * blockDim.x + threadIdx.x, ukeys + (size_t)t.w * E, es, Z + t.x);
 }
 /* upd_apply_kernel over every vector tensor at once: element j of the concatenation (vector v from vt[v].x) is
  * parameter voff[v] + j - vt[v].x */
@@ -3033,20 +3027,11 @@ __global__ void upd_vapply_kernel(int total, int nv, const int4 *vt, const long 
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned long long ch = 0;
     if (j < total) {
-        int v = 0;
+        int v = 0, nw;
         while (v + 1 < nv && vt[v + 1].x <= j) v++;
-        const int32_t z = Z[j];
-        Z[j] = 0;
-        const long long az = z < 0 ? -(long long)z : z;
-        if (z != 0 && az * 16 >= thr) {
-            int8_t *w = params + voff[v] + (j - vt[v].x);
-            const int nw = egg_clip8(*w + (z > 0 ? 1 : -1));
-            ch = nw != *w;
-            *w = (int8_t)nw;
-        }
+        upd_step(Z + j, thr, params + voff[v] + (j - vt[v].x), nw, &ch);
     }
-    for (int off = 16; off; off >>= 1) ch += __shfl_xor_sync(0xffffffffu, ch, off);
-    if ((threadIdx.x & 31) == 0 && ch) atomicAdd(changed, ch);
+    upd_count(ch, changed);
 }
 
 /* ------------------------------------------------------------ host side */
