@@ -2525,10 +2525,17 @@ __global__ void wperm_kernel(size_t n, int K, const int8_t *w, int8_t *wp) {
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i < n) wp[i] = w[(size_t)wperm_row((int)(i / K)) * K + i % K];
 }
-__global__ void lnpert_kernel(int nm, int H, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff, int pshift,
-                              int8_t *wp) {
+/* every perturbed vector of the step in one launch: vector v = blockIdx.y is the tensor at params + po[v].x, its noise
+ * at + po[v].y in a pair's blob, its copies at wp + v nm H (a launch per vector, 25 a step at EGG-256x6, had cost
+ * ~26 us each) */
+__global__ void lnpert_kernel(int nm, int H, const int8_t *params, const longlong2 *po, const int8_t *noise, size_t pstride, int pshift,
+                              int8_t *wps) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x, hw = H >> 2;
     if (i >= nm * hw) return;
+    const longlong2 t = po[blockIdx.y];
+    const int8_t *w = params + t.x;
+    const size_t voff = (size_t)t.y;
+    int8_t *wp = wps + (size_t)blockIdx.y * nm * H;
     const int m = i / hw, k = (i - m * hw) * 4, sg = (m & 1) ? -1 : 1;
     const int8_t *n1 = noise + (size_t)(m >> 1) * pstride + voff + k;
     w4u wv, a, b, o;
@@ -3117,6 +3124,7 @@ struct CudaImpl {
     cudaStream_t cs;          /* the step's token upload, beside the prefetched noise kernels on st */
     int nvec, vtot, vyb;      /* the vector tensors, their total length, their blocks of 128 */
     NoiseTab *ntab;           /* noise_kernel's table: every tensor's shape and blob offset */
+    longlong2 *lnpo;          /* lnpert_kernel's table: each perturbed vector's parameter and noise offsets */
     int4 *vtab; long long *voff; /* upd_vecs_kernel's table and their parameter offsets (NULL: a launch per vector) */
     void *pinned_params;      /* the host model's parameters, page-locked for the update's copy back (NULL: pageable) */
     cudaEvent_t up;           /* that upload done: st waits for it */
@@ -3452,15 +3460,10 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     if (nz && c->lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
                          * where a reader exists (the chunk recurrence at H = 256, rreg_kernel at 128) */
         const int vmax = (H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1 ? 4 * L : 2 * L;
-        for (int v = 0; v <= vmax; v++) {
-            const int id = v == 2 * L ? EGG_T_LNOUT(L)
-                         : v < 2 * L  ? EGG_T_LAYER(v / 2, 0) + (v & 1 ? EGG_L_LN2 : EGG_L_LN1)
-                                      : EGG_T_LAYER((v - 2 * L - 1) / 2, 0) + ((v - 2 * L - 1) & 1 ? EGG_L_BH : EGG_L_BF);
-            const int nt = n * (H / 4);
-            lnpert_kernel<<<(nt + 255) / 256, 256, 0, c->st>>>(n, H, tp(c, id), nz, c->pstride, c->noff[id], c->pshift,
-                                                                c->lnp + (size_t)v * n * H);
-            CKL();
-        }
+        const int nt = n * (H / 4);
+        lnpert_kernel<<<dim3((unsigned)((nt + 255) / 256), (unsigned)(vmax + 1)), 256, 0, c->st>>>(n, H, c->params, c->lnpo, nz, c->pstride,
+                                                                                                   c->pshift, c->lnp);
+        CKL();
         prof_mark(c, P_LN);
     }
     for (int t0 = 0; t0 < T; t0 += x->tc) {
@@ -4000,7 +4003,7 @@ static void cuda_destroy(egg_backend *be) {
     cudaFree(c->seedep);
     cudaStreamDestroy(c->st);
     if (c->cs) cudaStreamDestroy(c->cs);
-    cudaFree(c->vtab); cudaFree(c->voff); cudaFree(c->ntab);
+    cudaFree(c->vtab); cudaFree(c->voff); cudaFree(c->ntab); cudaFree(c->lnpo);
     if (c->pinned_params) cudaHostUnregister(c->pinned_params);
     if (c->up) cudaEventDestroy(c->up);
     delete c;
@@ -4136,6 +4139,19 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         c->lnp = NULL;
         c->ln2_fuse = !(getenv("EGG_CUDA_LN2FUSE") && atoi(getenv("EGG_CUDA_LN2FUSE")) == 0);
         if (n > 0 && m->H % 4 == 0 && !(e && atoi(e) == 0) && lb <= (fr - need) / 8) CK(cudaMalloc(&c->lnp, lb));
+        if (c->lnp) { /* lnpert_kernel's table: vector v's tensor (LN1, LN2 of each layer, the output LN, then each
+                       * layer's bf, bh) at params + .x, its noise at + .y in a pair's blob */
+            const int L = m->L;
+            std::vector<longlong2> po((size_t)(4 * L + 1));
+            for (int v = 0; v <= 4 * L; v++) {
+                const int id = v == 2 * L ? EGG_T_LNOUT(L)
+                             : v < 2 * L  ? EGG_T_LAYER(v / 2, 0) + (v & 1 ? EGG_L_LN2 : EGG_L_LN1)
+                                          : EGG_T_LAYER((v - 2 * L - 1) / 2, 0) + ((v - 2 * L - 1) & 1 ? EGG_L_BH : EGG_L_BF);
+                po[(size_t)v] = make_longlong2((long long)m->t[id].off, (long long)c->noff[id]);
+            }
+            CK(cudaMalloc(&c->lnpo, sizeof(longlong2) * po.size()));
+            CK(cudaMemcpy(c->lnpo, po.data(), sizeof(longlong2) * po.size(), cudaMemcpyHostToDevice));
+        }
     }
     CK(cudaMalloc(&c->changed, sizeof(unsigned long long)));
     CK(cudaMalloc(&c->seedep, 2 * sizeof(uint64_t)));
