@@ -3122,12 +3122,12 @@ struct CudaImpl {
     int have_graph;
     cudaStream_t st;
     cudaStream_t cs;          /* the step's token upload, beside the prefetched noise kernels on st */
+    cudaEvent_t up;           /* that upload done: st waits for it */
     int nvec, vtot, vyb;      /* the vector tensors, their total length, their blocks of 128 */
     NoiseTab *ntab;           /* noise_kernel's table: every tensor's shape and blob offset */
     longlong2 *lnpo;          /* lnpert_kernel's table: each perturbed vector's parameter and noise offsets */
     int4 *vtab; long long *voff; /* upd_vecs_kernel's table and their parameter offsets (NULL: a launch per vector) */
     void *pinned_params;      /* the host model's parameters, page-locked for the update's copy back (NULL: pageable) */
-    cudaEvent_t up;           /* that upload done: st waits for it */
     uint64_t seed; uint32_t noise_epoch; int noise_valid;
 #ifdef EGG_HAVE_NCCL
     ncclComm_t comm;
@@ -3587,13 +3587,6 @@ static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
     const egg_model *m = c->m;
     int np = (c->m1 - c->m0) / 2;
     if (np <= 0) return 0;
-    if (!c->ntab) { /* the tensors' shapes and blob offsets, once */
-        std::vector<NoiseTab> tab((size_t)m->ntensors);
-        for (int id = 0; id < m->ntensors; id++)
-            tab[(size_t)id] = NoiseTab{m->t[id].kind, m->t[id].rows, m->t[id].cols, id == EGG_T_EMB, (unsigned long long)c->noff[id]};
-        CK(cudaMalloc(&c->ntab, sizeof(NoiseTab) * tab.size()));
-        CK(cudaMemcpy(c->ntab, tab.data(), sizeof(NoiseTab) * tab.size(), cudaMemcpyHostToDevice));
-    }
     prof_start(c);
     const dim3 grid((unsigned)((np + NOISE_PP - 1) / NOISE_PP), (unsigned)m->ntensors);
     if (c->r == 1) noise_kernel<true><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, c->ntab, c->r, c->pstride, c->noise);
@@ -4132,6 +4125,13 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
+    { /* noise_kernel's table: the tensors' shapes and blob offsets */
+        std::vector<NoiseTab> tab((size_t)m->ntensors);
+        for (int id = 0; id < m->ntensors; id++)
+            tab[(size_t)id] = NoiseTab{m->t[id].kind, m->t[id].rows, m->t[id].cols, id == EGG_T_EMB, (unsigned long long)c->noff[id]};
+        CK(cudaMalloc(&c->ntab, sizeof(NoiseTab) * tab.size()));
+        CK(cudaMemcpy(c->ntab, tab.data(), sizeof(NoiseTab) * tab.size(), cudaMemcpyHostToDevice));
+    }
     CK(cudaMalloc(&c->ekeys, sizeof(uint64_t) * (size_t)(np > 0 ? np : 1)));
     {   /* the perturbed LN weights where they take at most an eighth of what the plan leaves free (EGG_CUDA_LNPERT=0: off) */
         const size_t lb = (size_t)(4 * m->L + 1) * (size_t)n * m->H;
