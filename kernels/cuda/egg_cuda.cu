@@ -631,6 +631,10 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* bytes (a multiple of 16, 16-byte aligned) of global memory into L2, no registers or shared memory held */
+__device__ __forceinline__ void l2_prefetch_bulk(const void *p, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+}
 /* Byte and 16-bit-lane arithmetic of the chunk recurrence's passes, the GEMM epilogues at output shift 8 and
  * the recurrence's EGG-LN (sm_90: VIADD.16x2, VIADDMNMX.S16x2 and VIMNMX.S16x2 work on two int16 lanes per instruction; prmt
  * moves bytes, a selector nibble's bit 3 replicating the chosen byte's sign). A word of four int8 is two words
@@ -1984,6 +1988,7 @@ struct RecChunk {
     const int8_t *bpf, *bph;   /* H = 256: the members' perturbed bf, bh [n][H] (NULL: from the noise) */
     const int8_t *bpl;         /* H = 256: the members' perturbed ln2 [n][H]: XN = LN(R) here too (NULL: a separate LN) */
     int n, tc, s, pshift;
+    int l2pf;                  /* rreg_kernel: the next timestep's rows of TF, TH, X prefetched into L2 (EGG_CUDA_L2PF) */
 };
 template <int H> __host__ __device__ constexpr int rchunk_threads() { return 128 * (H / 64); }
 #ifdef MMP_WGMMA
@@ -2357,6 +2362,14 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                            gp < n ? a.noise + (size_t)(gp >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c : a.noise, gp < n);
             }
         cp_commit();
+        /* timestep t's rows of Wf.x, Wh.x and x (and the reset flags of t + 1) into L2 one timestep ahead: loaded at
+         * their use, under a phase's MMA (~1000 cycles), a DRAM latency was longer */
+        const unsigned pfb = (unsigned)(min(RBM, n - m0) * H);
+        auto l2pf = [&](int t) {
+            if (t < a.tc && tid < 3) l2_prefetch_bulk((tid == 0 ? a.TF : tid == 1 ? a.TH : a.X) + (size_t)t * nH + (size_t)m0 * H, pfb);
+            if (t + 1 < a.tc && tid == 3) asm volatile("prefetch.global.L2 [%0];" ::"l"(a.rz + (size_t)(t + 1) * n + m0));
+        };
+        if (a.l2pf) l2pf(0);
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) {
             const size_t gi = (size_t)gc[hr] * H + c0;
@@ -2376,6 +2389,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             int4 ef[2], pf[2], eh[2], xv[2], ph[2], bn[2];
             int rz[2];
             mma(d, Xh, Wfs);
+            if (a.l2pf) l2pf(t + 1);
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 ef[hr] = __ldg((const int4 *)(a.TF + tb + (size_t)gc[hr] * H + c0));
@@ -3102,6 +3116,7 @@ struct CudaImpl {
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
     int rreg;                 /* the chunk recurrence in rreg_kernel (EGG_CUDA_RREG=0: rchunk_kernel) */
     int rreg_ctas[2];         /* its CTAs per launch at H = 128, 256 */
+    int l2pf;                 /* rreg_kernel prefetches the next timestep's inputs into L2 (EGG_CUDA_L2PF=0: not) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     uint64_t *ekeys;          /* [pairs]: the embedding noise's keys of the step */
@@ -3508,7 +3523,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 rc2.noise = nz; rc2.pstride = c->pstride;
                 rc2.off_uf = c->noff[id0 + EGG_L_UF]; rc2.off_uh = c->noff[id0 + EGG_L_UH];
                 rc2.off_bf = c->noff[id0 + EGG_L_BF]; rc2.off_bh = c->noff[id0 + EGG_L_BH];
-                rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0;
+                rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0; rc2.l2pf = c->l2pf;
                 rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
                 rc2.ln = tp(c, id0 + EGG_L_LN2); rc2.off_ln = c->noff[id0 + EGG_L_LN2]; rc2.XN = x->XN;
                 if (nz && c->lnp) {
@@ -4332,6 +4347,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 c->rchunk_ctas[1] = (o2 > 0 ? o2 : 1) * c->nsm;
                 const char *er = getenv("EGG_CUDA_RREG");
                 c->rreg = !(er && atoi(er) == 0) && (size_t)rreg_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
+                const char *ep2 = getenv("EGG_CUDA_L2PF");
+                c->l2pf = !(ep2 && atoi(ep2) == 0);
                 if (c->rreg) {
 #define RREG_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(rreg_kernel<HH, R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, rreg_smem_bytes<HH>()));
                     RREG_ATTR(256, 0, 0) RREG_ATTR(256, 1, 0) RREG_ATTR(256, 1, 1) RREG_ATTR(256, 1, 2)
