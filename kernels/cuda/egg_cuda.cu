@@ -713,27 +713,32 @@ __device__ __forceinline__ unsigned epi_quad_bytes(int v0, int v1, int u0, int u
 }
 /* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8, as int16 lanes yl: bytes 0, 1, yu: 2, 3),
  * e = Wf.x, b = bf, h = state: f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and
- * p = f + 127 (0..254) */
+ * p = f + 127 (0..254). g is byte 1 of the product (|(f + 127) h| < 2^15), taken from the lanes' words times h's
+ * bytes: lane 0's product is the low half of l h0 (lane 1's part is a multiple of 2^16), lane 1's the high half of
+ * l h1 + 2^15 (lane 0's part + 2^15 lies in 0 .. 2^16 - 1, so nothing carries into it), with no byte of p unpacked */
 __device__ __forceinline__ unsigned rec_gate4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned h, unsigned &p) {
     const unsigned l = add2(clip2_add(add2(yl, lo2(e)), lo2(b)), 0x007f007fu);
     const unsigned u = add2(clip2_add(add2(yu, hi2(e)), hi2(b)), 0x007f007fu);
     p = pack4(l, u);
-    /* ((f + 127) h) >> 8 is byte 1 of the product (|(f + 127) h| < 2^15) */
-    return pack4i1(zx8<0>(p) * sx8<0>(h), zx8<1>(p) * sx8<1>(h), zx8<2>(p) * sx8<2>(h), zx8<3>(p) * sx8<3>(h));
+    const unsigned q0 = l * (unsigned)sx8<0>(h), q1 = l * (unsigned)sx8<1>(h) + 0x8000u;
+    const unsigned q2 = u * (unsigned)sx8<2>(h), q3 = u * (unsigned)sx8<3>(h) + 0x8000u;
+    return prmt<0x5410>(prmt<0x0071>(q0, q1), prmt<0x0071>(q2, q3));
 }
 /* phase 1 on four members' bytes: y = Uh.g (as int16 lanes yl, yu), e = Wh.x, b = bh, p = f + 127 (rec_gate4),
  * h = state, x = the layer's input: c = clip8(y + e + b), h' = clip8(h + (((f + 127)(c - h)) >> 8)) (egg_gru_mix),
- * returned as two int16-lane words; r = clip8(h' + x) as bytes */
+ * returned as two int16-lane words; r = clip8(h' + x) as bytes. With t = (c - h) p + 256 h = c p + h (256 - p) and
+ * 0 <= p <= 254, t / 256 lies between c and h, so h' = t >> 8 needs no clip and is byte 1 of t mod 2^16: lane 0's t
+ * from the word of c's lanes as it is (its low half), lane 1's in the high half of (c's lane 1 - h) 2^16 p + h 2^24 */
 __device__ __forceinline__ void rec_mix4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned p, unsigned h, unsigned x,
                                          unsigned &hl, unsigned &hu, unsigned &r) {
     const unsigned cl = clip2_add(add2(yl, lo2(e)), lo2(b)), cu = clip2_add(add2(yu, hi2(e)), hi2(b));
-    /* t = (f + 127)(c - h) + 256 h: bytes 1, 2 of t are h + (((f + 127)(c - h)) >> 8), which fits 16 bits */
-    const int t0 = (lane0(cl) - sx8<0>(h)) * zx8<0>(p) + sx8_8<0>(h);
-    const int t1 = (lane1(cl) - sx8<1>(h)) * zx8<1>(p) + sx8_8<1>(h);
-    const int t2 = (lane0(cu) - sx8<2>(h)) * zx8<2>(p) + sx8_8<2>(h);
-    const int t3 = (lane1(cu) - sx8<3>(h)) * zx8<3>(p) + sx8_8<3>(h);
-    hl = clip2_add(prmt<0x6521>((unsigned)t0, (unsigned)t1), 0);
-    hu = clip2_add(prmt<0x6521>((unsigned)t2, (unsigned)t3), 0);
+    const unsigned h0 = (unsigned)sx8<0>(h), h1 = (unsigned)sx8<1>(h), h2 = (unsigned)sx8<2>(h), h3 = (unsigned)sx8<3>(h);
+    const unsigned t0 = (cl - h0) * (unsigned)zx8<0>(p) + (h0 << 8);
+    const unsigned t1 = ((cl & 0xffff0000u) - (h1 << 16)) * (unsigned)zx8<1>(p) + (h1 << 24);
+    const unsigned t2 = (cu - h2) * (unsigned)zx8<2>(p) + (h2 << 8);
+    const unsigned t3 = ((cu & 0xffff0000u) - (h3 << 16)) * (unsigned)zx8<3>(p) + (h3 << 24);
+    hl = prmt<0xf791>(t0, t1); /* byte 1 of t0 and byte 3 of t1, sign-extended to int16 lanes */
+    hu = prmt<0xf791>(t2, t3);
     r = pack4(clip2_add(hl, lo2(x)), clip2_add(hu, hi2(x)));
 }
 /* TMA: a 2-D box of a tensor map into shared memory, completing transaction bytes on an mbarrier */
