@@ -49,6 +49,8 @@ ifneq ($(NVCC),)
   NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
                -Xcompiler -fPIC -Xptxas -warn-spills --expt-relaxed-constexpr -diag-suppress 20091 -Isrc -Ikernels $(MPIFLAGS)
   OBJS += $(BUILD)/egg_cuda.o
+  # the recurrence's byte-lane helpers checked exhaustively against the CPU reference (make test-gpu runs it)
+  CUDA_TESTS := $(BUILD)/cuda_lanes
   CFLAGS += -DEGG_HAVE_CUDA
   EXTRA_LIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
   BACKENDS += cuda
@@ -93,7 +95,7 @@ ifneq ($(HIPCC),)
   endif
 endif
 
-all: egg_mgpu
+all: egg_mgpu $(CUDA_TESTS)
 	@echo "make: built egg_mgpu (backends: $(BACKENDS)$(if $(MPIFLAGS),; MPI,; no MPI))"
 
 # rebuild everything when the compiler or flags change (e.g. nvcc appears)
@@ -104,10 +106,12 @@ $(FLAGSTAMP): | $(BUILD)
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGSTAMP) | $(BUILD)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
+$(BUILD)/cuda_lanes: tests/cuda_lanes.cu kernels/cuda/egg_lanes.cuh src/egg_math.h src/egg_tables.h $(FLAGSTAMP) | $(BUILD)
+	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -diag-suppress 20091 -Isrc -Ikernels $< -o $@
+$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/cuda/egg_lanes.cuh kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) -c $< -o $@
 
-$(BUILD)/egg_hip.o: kernels/hip/egg_hip.cpp kernels/cuda/egg_cuda.cu kernels/egg_gpu.h $(wildcard kernels/hip/*.h kernels/hip/compat/*.h) \
+$(BUILD)/egg_hip.o: kernels/hip/egg_hip.cpp kernels/cuda/egg_cuda.cu kernels/cuda/egg_lanes.cuh kernels/egg_gpu.h $(wildcard kernels/hip/*.h kernels/hip/compat/*.h) \
                     src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
 	$(if $(HIP_DEVLIB_ARCH),bash tools/hip_devlib.sh $(BUILD)/hip-devlib $(HIP_DEVLIB_ARCH) >/dev/null &&) $(HIPCC) $(HIPCCFLAGS) -c $< -o $@
 
@@ -126,7 +130,7 @@ $(BUILD)/test_data: tests/test_data.c $(BUILD)/data.o $(BUILD)/util.o
 test: egg_mgpu $(BUILD)/test_unit $(BUILD)/test_data
 	@bash tests/run.sh
 
-test-gpu: egg_mgpu
+test-gpu: egg_mgpu $(CUDA_TESTS)
 	@bash tests/gpu.sh
 
 sanitize:

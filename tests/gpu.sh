@@ -114,6 +114,15 @@ for gb in $gpus; do
     sk "$gb-device" "no usable $gb device: $(grep 'egg: error' "$T/probe" | head -1)"
     continue
   fi
+  # the recurrence's byte-lane gate and mix against the CPU reference, every int8 input (built by make with nvcc)
+  if [ "$gb" = cuda ]; then
+    if [ -x build/cuda_lanes ]; then
+      build/cuda_lanes >"$T/lanes" 2>&1; rc=$?
+      if [ $rc -eq 0 ]; then ok cuda-lanes-exhaustive
+      elif [ $rc -eq 77 ]; then sk cuda-lanes-exhaustive "$(cat "$T/lanes")"
+      else bad cuda-lanes-exhaustive "$(tail -1 "$T/lanes")"; fi
+    else sk cuda-lanes-exhaustive "build/cuda_lanes not built (make builds it where nvcc is found)"; fi
+  fi
   for cfg in "${configs[@]}"; do
     name=${cfg%%|*}; args=${cfg#*|}; genv=
     case "$args" in *"|"*) genv=${args#*|}; args=${args%%|*};; esac

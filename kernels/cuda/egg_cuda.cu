@@ -635,45 +635,7 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 __device__ __forceinline__ void l2_prefetch_bulk(const void *p, unsigned bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
 }
-/* Byte and 16-bit-lane arithmetic of the chunk recurrence's passes, the GEMM epilogues at output shift 8 and
- * the recurrence's EGG-LN (sm_90: VIADD.16x2, VIADDMNMX.S16x2 and VIMNMX.S16x2 work on two int16 lanes per instruction; prmt
- * moves bytes, a selector nibble's bit 3 replicating the chosen byte's sign). A word of four int8 is two words
- * of int16 lanes (lo2: bytes 0, 1; hi2: bytes 2, 3). */
-template <unsigned SEL> __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b) {
-    unsigned d;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "n"(SEL));
-    return d;
-}
-__device__ __forceinline__ unsigned lo2(unsigned w) { return prmt<0x9180>(w, 0); }
-__device__ __forceinline__ unsigned hi2(unsigned w) { return prmt<0xb3a2>(w, 0); }
-/* the low bytes of the lanes of l (bytes 0, 1) and h (bytes 2, 3): lanes in -128..127 back to int8 */
-__device__ __forceinline__ unsigned pack4(unsigned l, unsigned h) { return prmt<0x6420>(l, h); }
-/* byte 1 of four int32 (their >> 8 where that fits int8) */
-__device__ __forceinline__ unsigned pack4i1(int a, int b, int c, int d) {
-    return prmt<0x5410>(prmt<0x0051>((unsigned)a, (unsigned)b), prmt<0x0051>((unsigned)c, (unsigned)d));
-}
-/* the low bytes of four int32 */
-__device__ __forceinline__ unsigned pack4i(int a, int b, int c, int d) {
-    return prmt<0x5410>(prmt<0x5140>((unsigned)a, (unsigned)b), prmt<0x5140>((unsigned)c, (unsigned)d));
-}
-__device__ __forceinline__ unsigned add2(unsigned a, unsigned b) {
-    unsigned d;
-    asm("add.s16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-}
-/* clip8(a + b) per lane */
-__device__ __forceinline__ unsigned clip2_add(unsigned a, unsigned b) {
-    unsigned d;
-    asm("min.s16x2 %0, %1, %2;" : "=r"(d) : "r"(__viaddmax_s16x2(a, b, 0xff81ff81u)), "r"(0x007f007fu));
-    return d;
-}
-/* int8 k of w sign-extended; sign-extended << 8; zero-extended */
-template <int k> __device__ __forceinline__ int sx8(unsigned w) { return (int)prmt<(8 | k) * 0x1110 | k>(w, 0); }
-template <int k> __device__ __forceinline__ int sx8_8(unsigned w) { return (int)prmt<(8 | k) * 0x1100 | k << 4 | 4>(w, 0); }
-template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)prmt<0x4440 | k>(w, 0); }
-/* the signed int16 lanes of w */
-__device__ __forceinline__ int lane0(unsigned w) { return (int)prmt<0x9910>(w, 0); }
-__device__ __forceinline__ int lane1(unsigned w) { return (int)prmt<0xbb32>(w, 0); }
+#include "cuda/egg_lanes.cuh" /* prmt, int16-lane adds and clips, rec_gate4, rec_mix4 */
 /* epi_pair<1> at s = 8 with K <= 256 and ps >= 8, as two int16 lanes: u = v + ((t A) >> ps) has |u| < 2^23, so
  * u >> 8 is bytes 1, 2 of u, and the clip runs on int16 lanes. ONE (ps = 8): u >> 8 = (256 v + t A) >> 16 (the floors
  * compose; |256 v + t A| < 2^31 at K <= 256), bytes 2, 3 */
@@ -710,36 +672,6 @@ __device__ __forceinline__ unsigned epi_quad_bytes(int v0, int v1, int u0, int u
     unsigned l, h;
     epi_quad<R, EP>(v0, v1, u0, u1, Aw, t, s, ps, l, h);
     return pack4(l, h);
-}
-/* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8, as int16 lanes yl: bytes 0, 1, yu: 2, 3),
- * e = Wf.x, b = bf, h = state: f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and
- * p = f + 127 (0..254). g is byte 1 of the product (|(f + 127) h| < 2^15), taken from the lanes' words times h's
- * bytes: lane 0's product is the low half of l h0 (lane 1's part is a multiple of 2^16), lane 1's the high half of
- * l h1 + 2^15 (lane 0's part + 2^15 lies in 0 .. 2^16 - 1, so nothing carries into it), with no byte of p unpacked */
-__device__ __forceinline__ unsigned rec_gate4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned h, unsigned &p) {
-    const unsigned l = add2(clip2_add(add2(yl, lo2(e)), lo2(b)), 0x007f007fu);
-    const unsigned u = add2(clip2_add(add2(yu, hi2(e)), hi2(b)), 0x007f007fu);
-    p = pack4(l, u);
-    const unsigned q0 = l * (unsigned)sx8<0>(h), q1 = l * (unsigned)sx8<1>(h) + 0x8000u;
-    const unsigned q2 = u * (unsigned)sx8<2>(h), q3 = u * (unsigned)sx8<3>(h) + 0x8000u;
-    return prmt<0x5410>(prmt<0x0071>(q0, q1), prmt<0x0071>(q2, q3));
-}
-/* phase 1 on four members' bytes: y = Uh.g (as int16 lanes yl, yu), e = Wh.x, b = bh, p = f + 127 (rec_gate4),
- * h = state, x = the layer's input: c = clip8(y + e + b), h' = clip8(h + (((f + 127)(c - h)) >> 8)) (egg_gru_mix),
- * returned as two int16-lane words; r = clip8(h' + x) as bytes. With t = (c - h) p + 256 h = c p + h (256 - p) and
- * 0 <= p <= 254, t / 256 lies between c and h, so h' = t >> 8 needs no clip and is byte 1 of t mod 2^16: lane 0's t
- * from the word of c's lanes as it is (its low half), lane 1's in the high half of (c's lane 1 - h) 2^16 p + h 2^24 */
-__device__ __forceinline__ void rec_mix4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned p, unsigned h, unsigned x,
-                                         unsigned &hl, unsigned &hu, unsigned &r) {
-    const unsigned cl = clip2_add(add2(yl, lo2(e)), lo2(b)), cu = clip2_add(add2(yu, hi2(e)), hi2(b));
-    const unsigned h0 = (unsigned)sx8<0>(h), h1 = (unsigned)sx8<1>(h), h2 = (unsigned)sx8<2>(h), h3 = (unsigned)sx8<3>(h);
-    const unsigned t0 = (cl - h0) * (unsigned)zx8<0>(p) + (h0 << 8);
-    const unsigned t1 = ((cl & 0xffff0000u) - (h1 << 16)) * (unsigned)zx8<1>(p) + (h1 << 24);
-    const unsigned t2 = (cu - h2) * (unsigned)zx8<2>(p) + (h2 << 8);
-    const unsigned t3 = ((cu & 0xffff0000u) - (h3 << 16)) * (unsigned)zx8<3>(p) + (h3 << 24);
-    hl = prmt<0xf791>(t0, t1); /* byte 1 of t0 and byte 3 of t1, sign-extended to int16 lanes */
-    hu = prmt<0xf791>(t2, t3);
-    r = pack4(clip2_add(hl, lo2(x)), clip2_add(hu, hi2(x)));
 }
 /* TMA: a 2-D box of a tensor map into shared memory, completing transaction bytes on an mbarrier */
 __device__ __forceinline__ void mbar_init(uint64_t *bar, int count) {
