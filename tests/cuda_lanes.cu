@@ -1,6 +1,7 @@
 /* make test-gpu: the chunk recurrence's gate and mix on four members' bytes (rec_gate4, rec_mix4 in
  * kernels/cuda/egg_lanes.cuh, int16-lane arithmetic and the products taken from packed words) against the CPU
- * reference (egg_clip8, egg_gru_gate, egg_gru_mix of src/egg_math.h), exhaustively: every int8 input of every lane.
+ * reference (egg_clip8, egg_gru_gate, egg_gru_mix of src/egg_math.h), exhaustively: every int8 input of every lane;
+ * and the residual's clipped add on int16 lanes (add_clip4_lanes) against egg_clip8.
  * Exit 0: all equal; 1: mismatches (the first printed); 77: no sm_90 GPU to run on. */
 #include <cstdio>
 #include <cstdint>
@@ -46,6 +47,10 @@ __global__ void check(Bad *bad) {
                 const int h1 = egg_gru_mix(v1[q], v0[q], v2[q]);
                 if (lane_of(hl, hu, q) != h1 || byte_of(r, q) != egg_clip8(h1 + v3[q])) report(bad, 1, v0[q], v1[q], v2[q], v3[q]);
             }
+            /* the residual's add: clip8(v0 + v1) */
+            const unsigned ra = add_clip4_lanes(yw, pack(v1));
+            for (int q = 0; q < 4; q++)
+                if (byte_of(ra, q) != egg_clip8(v0[q] + v1[q])) report(bad, 3, v0[q], v1[q], 0, 0);
             /* mix with e and b: c = clip(y + e + b) (y = v0, e = v3, b = v1), f = v2, h = v1, x = v0 */
             int pf2[4];
             for (int q = 0; q < 4; q++) pf2[q] = v2[q] + 127;
@@ -73,11 +78,11 @@ int main() {
         printf("cuda_lanes: %s\n", cudaGetErrorString(e));
         return 1;
     }
-    static const char *what[3] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)"};
+    static const char *what[4] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes"};
     if (h.n) {
         printf("cuda_lanes: %llu mismatches; first %s at inputs %d %d %d %d\n", h.n, what[h.what], h.a, h.b, h.c, h.d);
         return 1;
     }
-    printf("cuda_lanes: rec_gate4 and rec_mix4 equal the CPU reference on 255^4 inputs per lane\n");
+    printf("cuda_lanes: rec_gate4, rec_mix4 and add_clip4_lanes equal the CPU reference on every int8 input of every lane\n");
     return 0;
 }

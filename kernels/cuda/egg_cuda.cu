@@ -780,7 +780,9 @@ __device__ __forceinline__ void frag_direct_resid(const MMArgs &a, int m0, int n
         ot[q] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
     }
 }
-template <int MODE, int R, int EP>
+/* LA: the residual added on int16 lanes (add_clip4_lanes: ~9 instructions a word against ~20; the fused MLP's last
+ * epilogue; elsewhere it made mmd_kernel spill) */
+template <int MODE, int R, int EP, bool LA = false>
 __device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int *ts, int m0, int n0,
                                                int warp, int gid, int tig, const int4 (&ot)[4], uint64_t *aempty, int8_t *Y) {
     const bool odd = gid & 1;
@@ -816,8 +818,9 @@ __device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[6
             const int m = m0 + warp * 16 + hr * 8 + perm_store_row(gid, k);
             int4 v = st[hr][k];
             if (MODE == MODE_RESID) {
-                v.x = (int)add_clip4((unsigned)v.x, (unsigned)ot[hr * 2 + k].x); v.y = (int)add_clip4((unsigned)v.y, (unsigned)ot[hr * 2 + k].y);
-                v.z = (int)add_clip4((unsigned)v.z, (unsigned)ot[hr * 2 + k].z); v.w = (int)add_clip4((unsigned)v.w, (unsigned)ot[hr * 2 + k].w);
+                auto ac4 = [](int y, int o) { return (int)(LA ? add_clip4_lanes((unsigned)y, (unsigned)o) : add_clip4((unsigned)y, (unsigned)o)); };
+                v.x = ac4(v.x, ot[hr * 2 + k].x); v.y = ac4(v.y, ot[hr * 2 + k].y);
+                v.z = ac4(v.z, ot[hr * 2 + k].z); v.w = ac4(v.w, ot[hr * 2 + k].w);
             }
             if (m < a.M) *(int4 *)(Y + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig)) = v;
         }
@@ -1800,7 +1803,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         }
 #pragma unroll
         for (int h = 0; h < H / 128; h++)
-            wg_frag_direct<MODE_RESID, R, 0>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, m0, h * BN,
+            wg_frag_direct<MODE_RESID, R, 0, true>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, m0, h * BN,
                                              warp, gid, tig, ot[h], adempty, a.Y);
     }
     wg_wait<0>();

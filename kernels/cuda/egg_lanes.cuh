@@ -1,6 +1,7 @@
-/* egg: byte and int16-lane arithmetic for sm_90 kernels, and the chunk recurrence's gate and mix on four members'
- * bytes at a time. Included by kernels/cuda/egg_cuda.cu (inside its sm_90a section) and by tests/cuda_lanes.cu,
- * which checks rec_gate4 and rec_mix4 exhaustively against the CPU reference (src/egg_math.h). */
+/* egg: byte and int16-lane arithmetic for sm_90 kernels, the chunk recurrence's gate and mix on four members'
+ * bytes at a time, and the residual's clipped add. Included by kernels/cuda/egg_cuda.cu (inside its sm_90a section)
+ * and by tests/cuda_lanes.cu, which checks rec_gate4, rec_mix4 and add_clip4_lanes exhaustively against the CPU
+ * reference (src/egg_math.h). */
 #ifndef EGG_LANES_CUH
 #define EGG_LANES_CUH
 /* Byte and 16-bit-lane arithmetic of the chunk recurrence's passes, the GEMM epilogues at output shift 8 and
@@ -71,5 +72,10 @@ __device__ __forceinline__ void rec_mix4(unsigned yl, unsigned yu, unsigned e, u
     hl = prmt<0xf791>(t0, t1); /* byte 1 of t0 and byte 3 of t1, sign-extended to int16 lanes */
     hu = prmt<0xf791>(t2, t3);
     r = pack4(clip2_add(hl, lo2(x)), clip2_add(hu, hi2(x)));
+}
+/* clip8(y + o) on four int8 lanes as two words of int16 lanes (add_clip4's __vaddss4 / __vmaxs4 have no sm_90
+ * instruction and compile to ~20 integer instructions a word; this is 9) */
+__device__ __forceinline__ unsigned add_clip4_lanes(unsigned y, unsigned o) {
+    return pack4(clip2_add(lo2(y), lo2(o)), clip2_add(hi2(y), hi2(o)));
 }
 #endif
