@@ -2864,17 +2864,22 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
     __syncthreads();
     const uint32_t rN = (uint32_t)(r * N);
     if (R1 && N % 4 == 0 && K % 4 == 0) { /* four values a thread, their hash inputs a golden step apart, one 32-bit store */
-        for (int q = 0; q < NOISE_PP && pb + q < np; q++) {
+        /* the block's pairs' groups of four as one range, (pair q, group g) walked by the threads together: a loop
+         * per pair left most threads idle where a blob has fewer groups than the block threads (a vector's 128) */
+        const uint32_t ng = len / 4, nq = (uint32_t)min(NOISE_PP, np - pb), dq = blockDim.x / ng, dg = blockDim.x % ng;
+        uint32_t q = threadIdx.x / ng, g = threadIdx.x % ng;
+        for (; q < nq; q += dq, g += dg) {
+            if (g >= ng) g -= ng, q++;
+            if (q >= nq) break;
+            const uint32_t i = 4 * g;
             int8_t *blob = noise + (size_t)(pb + q) * pstride + off;
-            for (uint32_t i = 4 * threadIdx.x; i < len; i += 4 * blockDim.x) {
-                const bool b = kind != EGG_T_VEC && (is_emb || i >= rN); /* B: blob at a_span(1, N) (embedding: B only) */
-                uint64_t z = skey[q] + (uint64_t)((b && is_emb ? rN + i : i) + 1) * EGG_GOLDEN;
-                const uint32_t dst = b && !is_emb ? (uint32_t)a_span(1, N) + (i - rN) : i;
-                unsigned w = 0;
+            const bool b = kind != EGG_T_VEC && (is_emb || i >= rN); /* B: blob at a_span(1, N) (embedding: B only) */
+            uint64_t z = skey[q] + (uint64_t)((b && is_emb ? rN + i : i) + 1) * EGG_GOLDEN;
+            const uint32_t dst = b && !is_emb ? (uint32_t)a_span(1, N) + (i - rN) : i;
+            unsigned w = 0;
 #pragma unroll
-                for (int e = 0; e < 4; e++, z += EGG_GOLDEN) w |= (unsigned)(egg_noise_at(z) & 0xff) << (8 * e);
-                *(unsigned *)(blob + dst) = w;
-            }
+            for (int e = 0; e < 4; e++, z += EGG_GOLDEN) w |= (unsigned)(egg_noise_at(z) & 0xff) << (8 * e);
+            *(unsigned *)(blob + dst) = w;
         }
         return;
     }
