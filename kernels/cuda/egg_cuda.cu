@@ -2251,6 +2251,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
     const bool lnf = H == 128 || (R > 0 && a.bpl != NULL); /* EGG-LN2 here: always at H = 128 (as rchunk_kernel) */
     const size_t nH = (size_t)n * H;
     int d[NW / 2];
+    /* at <256, 1, 2> ptxas keeps nrb in local memory: the 4-byte spill `-warn-spills` reports, one load a row block
+     * (bounding the loop by rb * RBM < n instead made it spill more elsewhere) */
     for (int rb = blockIdx.x, nrb = (n + RBM - 1) / RBM; rb < nrb; rb += gridDim.x) {
         const int m0 = rb * RBM;
         int row[2], gc[2];
