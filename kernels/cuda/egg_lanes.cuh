@@ -17,10 +17,6 @@ __device__ __forceinline__ unsigned lo2(unsigned w) { return prmt<0x9180>(w, 0);
 __device__ __forceinline__ unsigned hi2(unsigned w) { return prmt<0xb3a2>(w, 0); }
 /* the low bytes of the lanes of l (bytes 0, 1) and h (bytes 2, 3): lanes in -128..127 back to int8 */
 __device__ __forceinline__ unsigned pack4(unsigned l, unsigned h) { return prmt<0x6420>(l, h); }
-/* byte 1 of four int32 (their >> 8 where that fits int8) */
-__device__ __forceinline__ unsigned pack4i1(int a, int b, int c, int d) {
-    return prmt<0x5410>(prmt<0x0051>((unsigned)a, (unsigned)b), prmt<0x0051>((unsigned)c, (unsigned)d));
-}
 /* the low bytes of four int32 */
 __device__ __forceinline__ unsigned pack4i(int a, int b, int c, int d) {
     return prmt<0x5410>(prmt<0x5140>((unsigned)a, (unsigned)b), prmt<0x5140>((unsigned)c, (unsigned)d));
@@ -36,13 +32,9 @@ __device__ __forceinline__ unsigned clip2_add(unsigned a, unsigned b) {
     asm("min.s16x2 %0, %1, %2;" : "=r"(d) : "r"(__viaddmax_s16x2(a, b, 0xff81ff81u)), "r"(0x007f007fu));
     return d;
 }
-/* int8 k of w sign-extended; sign-extended << 8; zero-extended */
+/* int8 k of w sign-extended; zero-extended */
 template <int k> __device__ __forceinline__ int sx8(unsigned w) { return (int)prmt<(8 | k) * 0x1110 | k>(w, 0); }
-template <int k> __device__ __forceinline__ int sx8_8(unsigned w) { return (int)prmt<(8 | k) * 0x1100 | k << 4 | 4>(w, 0); }
 template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)prmt<0x4440 | k>(w, 0); }
-/* the signed int16 lanes of w */
-__device__ __forceinline__ int lane0(unsigned w) { return (int)prmt<0x9910>(w, 0); }
-__device__ __forceinline__ int lane1(unsigned w) { return (int)prmt<0xbb32>(w, 0); }
 /* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8, as int16 lanes yl: bytes 0, 1, yu: 2, 3),
  * e = Wf.x, b = bf, h = state: f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and
  * p = f + 127 (0..254). g is byte 1 of the product (|(f + 127) h| < 2^15), taken from the lanes' words times h's
