@@ -114,7 +114,8 @@ for gb in $gpus; do
     sk "$gb-device" "no usable $gb device: $(grep 'egg: error' "$T/probe" | head -1)"
     continue
   fi
-  # the recurrence's byte-lane gate and mix against the CPU reference, every int8 input (built by make with nvcc)
+  # the byte-lane helpers (the recurrence's gate and mix, the fused MLP's residual add) against the CPU reference,
+  # every int8 input (build/cuda_lanes: built by make wherever nvcc is found)
   if [ "$gb" = cuda ]; then
     if [ -x build/cuda_lanes ]; then
       build/cuda_lanes >"$T/lanes" 2>&1; rc=$?
