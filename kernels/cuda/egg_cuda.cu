@@ -120,6 +120,16 @@ __host__ __device__ __forceinline__ int wperm_row(int o) {
 __host__ __device__ __forceinline__ int wperm_dst(int o) {
     return (o & ~63) | (((o >> 1) & 7) << 3) | (((o >> 4) & 3) << 1) | (o & 1);
 }
+/* the fused MLP's copy of W_up at H = 256 (mlp_kernel's RS): in each block of 64 rows, row 8 i + 2 tig + b holds
+ * 16 (i / 2) + 4 tig + 2 (i % 2) + b, so that a thread's up accumulators of a row, four at a time, are the hidden
+ * units 16 q + 4 tig .. + 3 (q < 4): the bytes of down's A operand in registers (wgmma's k32 fragment: row gid
+ * (+ 8), k 4 tig .. + 3 and 16 + 4 tig .. + 3), with down's K in the natural order */
+__host__ __device__ __forceinline__ int wpermu_row(int o) {
+    return (o & ~63) | (((o >> 4) & 3) << 4) | (((o >> 1) & 3) << 2) | (((o >> 3) & 1) << 1) | (o & 1);
+}
+__host__ __device__ __forceinline__ int wpermu_dst(int u) {
+    return (u & ~63) | (((u >> 4) & 3) << 4) | (((u >> 1) & 1) << 3) | (((u >> 2) & 3) << 1) | (u & 1);
+}
 __device__ __forceinline__ int pair_of(const MMArgs &a, int m) { return a.wrap ? (m >> 1) % a.wrap : (m >> 1); }
 
 #if !defined(__HIPCC__) /* PTX; HIP: the same names in kernels/hip/egg_tile_hip.h */
@@ -611,6 +621,17 @@ __device__ __forceinline__ void wg_mma_s8(int (&d)[128], uint64_t da, uint64_t d
                  "}\n"
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
                  : "l"(da), "l"(db), "r"(acc));
+}
+/* m64n256k32 with A from registers (the fused MLP's down at H = 256: U straight from the up epilogue's registers;
+ * A's fragment: a0 row gid, k 4 tig .. + 3; a1 row gid + 8, the same k; a2, a3 the same rows, k 16 + 4 tig .. + 3) */
+__device__ __forceinline__ void wg_mma_s8r(int (&d)[128], unsigned a0, unsigned a1, unsigned a2, unsigned a3, uint64_t db, int acc = 1) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %133, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, {%128,%129,%130,%131}, %132, p;\n"
+                 "}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(acc));
 }
 /* m64n32k32 (the persistent GEMM's x . B of 64 rows against 32 pairs' B rows) */
 __device__ __forceinline__ void wg_mma_s8(int (&d)[16], uint64_t da, uint64_t db, int acc = 1) {
@@ -1667,15 +1688,22 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
  * of up and the B rows of down per chunk, the A rows of down per block. After the last chunk the down accumulators
  * go out through wg_frag_direct (residual added), as in mmd_kernel. Same integer operations as up in mmx_kernel and
  * down in mmd_kernel. */
-#define ML_S 7  /* W stages of 64 H bytes: a chunk's up ([H/64][64][64]: its 64 rows of Wup) is job j, its down ([H][64]) j + 1 */
+/* W stages of 64 H bytes: a chunk's up ([H/64][64][64]: its 64 rows of Wup) is job j, its down ([H][64]) j + 1; 8 at H = 256
+ * where down's A comes from registers (ml_rs: no U tiles in shared memory) */
+__host__ __device__ constexpr int ml_stages(int H) { return H == 256 ? 8 : 7; }
 #define ML_MA 4 /* the chunks' noise buffers: up's A rows [64 pairs][64], down's B rows [64 pairs][64] */
 /* the epilogue under the MMAs (OVL) at H = 128 only: at 256 the accumulator copy next to down's 128 accumulators made
  * ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9) */
 __host__ __device__ constexpr bool ml_ovl(int H) { return H == 128; }
+/* RS (H = 256): down's A operand, the chunk's U, straight from the up epilogue's registers (W_up's copy wpermu_row),
+ * no U tile in shared memory, no proxy fence or warpgroup barrier between the epilogue and down's MMAs */
+__host__ __device__ constexpr bool ml_rs(int H) { return H == 256; }
+/* U tiles [2 warpgroups][64][BK]: two by chunk parity with OVL, none with RS */
+__host__ __device__ constexpr int ml_utiles(int H) { return ml_ovl(H) ? 2 : ml_rs(H) ? 0 : 1; }
 __host__ __device__ constexpr int mlp_smem_bytes(int H) {
-    /* stages, x, up's B rows, down's A rows, U tiles (two by chunk parity with OVL), the noise buffers, ts, barriers */
-    return ML_S * 64 * H + H * BM + H * 64 + (H / 128) * (BM / 2) * BN + (ml_ovl(H) ? 2 : 1) * 2 * 64 * BK + ML_MA * 2 * 64 * BK +
-           BM * 4 + (2 * ML_S + 6 + ML_MA) * 8;
+    /* stages, x, up's B rows, down's A rows, U tiles, the noise buffers, ts, barriers */
+    return ml_stages(H) * 64 * H + H * BM + H * 64 + (H / 128) * (BM / 2) * BN + ml_utiles(H) * 2 * 64 * BK + ML_MA * 2 * 64 * BK +
+           BM * 4 + (2 * ml_stages(H) + 6 + ML_MA) * 8;
 }
 #ifdef MMP_WGMMA
 template <int H, int R, int EP, int w>
@@ -1683,9 +1711,11 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                                             const int8_t *Ad, int *ts, uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty,
                                             uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, uint64_t *turn, int nrb, int tid) {
     constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
-    constexpr bool OVL = ml_ovl(H);
+    constexpr bool OVL = ml_ovl(H), RS = ml_rs(H);
+    constexpr int ML_S = ml_stages(H);
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     int dd[H / 2], du[32], e[OVL ? 32 : 1];
+    unsigned ua[RS ? 8 : 1]; /* RS: the chunk's U, word 4 hr + q of row hr: units 16 q + 4 tig .. + 3 */
     const uint64_t dx0 = wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), dw0 = wg_desc((unsigned)__cvta_generic_to_shared(Ws)),
                    du0 = wg_desc((unsigned)__cvta_generic_to_shared(Us) + w * 64 * BK);
     int r[2];
@@ -1725,35 +1755,56 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 tu[hr] = (r[hr] & 1) ? -t : t;
             }
         }
-        auto issue_down = [&](int cd) { /* down's MMAs of chunk cd (its U tile complete: the barrier after its epilogue) */
+        auto issue_down = [&](int cd) { /* down's MMAs of chunk cd (its U tile complete: the barrier after its epilogue; RS: in ua) */
             const unsigned jd = j + 2 * cd + 1;
             mbar_wait(full + jd % ML_S, (jd / ML_S) & 1);
             wg_fence();
-            wg_mma_k64(dd, du0 + (OVL ? (cd & 1) * (2 * 64 * BK >> 4) : 0), dw0 + (jd % ML_S) * (SB >> 4), cd > 0);
+            if constexpr (RS) { /* k32 step s: units 32 s .. + 31, words 2 s, 2 s + 1 of each row (wg_mma_s8r's fragment) */
+                const uint64_t db = dw0 + (jd % ML_S) * (SB >> 4);
+                wg_mma_s8r(dd, ua[0], ua[4], ua[1], ua[5], db, cd > 0);
+                wg_mma_s8r(dd, ua[2], ua[6], ua[3], ua[7], db + 2);
+            } else {
+                wg_mma_k64(dd, du0 + (OVL ? (cd & 1) * (2 * 64 * BK >> 4) : 0), dw0 + (jd % ML_S) * (SB >> 4), cd > 0);
+            }
         };
-        /* chunk c's epilogue from its up accumulators v into its U tile, t_dn += U . B_dn: with W_up's permuted copy a
-         * thread's accumulators of row hr are hidden units 16 tig .. + 15 of the chunk; the rows' pairs' A rows of up and B
-         * rows of down from the chunk's noise buffer */
+        /* chunk c's epilogue from its up accumulators v into its U tile (RS: into ua), t_dn += U . B_dn; the rows' pairs' A
+         * rows of up and B rows of down from the chunk's noise buffer */
         auto epilogue = [&](int c, const int (&v)[32]) {
-            int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * BK;
             const int8_t *nb = An + (ac % ML_MA) * 2 * 64 * BK;
+            if constexpr (RS) { /* W_up's copy wpermu_row: accumulator groups 2 q, 2 q + 1 of row hr are units 16 q + 4 tig .. + 3 */
 #pragma unroll
-            for (int hr = 0; hr < 2; hr++) {
-                const int4 Av = R > 0 ? *(const int4 *)(nb + wg_off(r[hr] >> 1, tig)) : make_int4(0, 0, 0, 0);
-                int4 y;
+                for (int hr = 0; hr < 2; hr++)
 #pragma unroll
-                for (int q4 = 0; q4 < 4; q4++) /* units 4 q4 .. + 3: accumulator groups 2 q4, 2 q4 + 1 */
-                    (&y.x)[q4] = (int)epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr],
-                                                            v[8 * q4 + 4 + 2 * hr + 1], R > 0 ? (unsigned)(&Av.x)[q4] : 0u, tu[hr], 8, a.pshift);
-                *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
-                if (R > 0) tn[hr] += dot16(y, *(const int4 *)(nb + 64 * BK + wg_off(r[hr] >> 1, tig)));
+                    for (int q4 = 0; q4 < 4; q4++) {
+                        const int o = wg_off(r[hr] >> 1, q4) + 4 * tig;
+                        const unsigned y = epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr],
+                                                                 v[8 * q4 + 4 + 2 * hr + 1], R > 0 ? *(const unsigned *)(nb + o) : 0u, tu[hr], 8,
+                                                                 a.pshift);
+                        ua[4 * hr + q4] = y;
+                        if (R > 0) tn[hr] = __dp4a((int)y, *(const int *)(nb + 64 * BK + o), tn[hr]);
+                    }
+            } else { /* W_up's copy wperm_row: a thread's accumulators of row hr are units 16 tig .. + 15 of the chunk */
+                int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * BK;
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) {
+                    const int4 Av = R > 0 ? *(const int4 *)(nb + wg_off(r[hr] >> 1, tig)) : make_int4(0, 0, 0, 0);
+                    int4 y;
+#pragma unroll
+                    for (int q4 = 0; q4 < 4; q4++) /* units 4 q4 .. + 3: accumulator groups 2 q4, 2 q4 + 1 */
+                        (&y.x)[q4] = (int)epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr],
+                                                                v[8 * q4 + 4 + 2 * hr + 1], R > 0 ? (unsigned)(&Av.x)[q4] : 0u, tu[hr], 8, a.pshift);
+                    *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
+                    if (R > 0) tn[hr] += dot16(y, *(const int4 *)(nb + 64 * BK + wg_off(r[hr] >> 1, tig)));
+                }
             }
             if (R > 0) {
                 mbar_arrive(aempty + ac % ML_MA);
                 ac++;
             }
-            fence_proxy_async(); /* U, read next by the tensor cores */
-            named_sync(1 + w, 128);
+            if constexpr (!RS) {
+                fence_proxy_async(); /* U, read next by the tensor cores */
+                named_sync(1 + w, 128);
+            }
         };
         if constexpr (OVL) { /* the epilogue on a copy of the accumulators, under the previous chunk's down and the next chunk's up */
             issue_up(j);
@@ -1817,14 +1868,14 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                                                             const __grid_constant__ CUtensorMap tmwu, const __grid_constant__ CUtensorMap tmnu,
                                                             const __grid_constant__ CUtensorMap tmwd, const __grid_constant__ CUtensorMap tmnd) {
 #ifdef MMP_WGMMA
-    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
+    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H, ML_S = ml_stages(H);
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                    /* [ML_S][SB] */
     int8_t *Xr = Ws + ML_S * SB;                    /* [KT][BM][BK]: the block's x */
     int8_t *Bu = Xr + KT * BM * BK;                 /* [KT][64][BK]: its pairs' B rows of up */
     int8_t *Ad = Bu + KT * 64 * BK;                 /* [H/128][BM/2][BN]: their A rows of down */
-    int8_t *Us = Ad + (H / 128) * (BM / 2) * BN;    /* [1 or 2 (OVL)][2][64][BK]: each warpgroup's U chunk */
-    int8_t *An = Us + (ml_ovl(H) ? 2 : 1) * 2 * 64 * BK; /* [ML_MA][2][64][BK]: a chunk's A rows of up, B rows of down */
+    int8_t *Us = Ad + (H / 128) * (BM / 2) * BN;    /* [ml_utiles][2][64][BK]: each warpgroup's U chunk */
+    int8_t *An = Us + ml_utiles(H) * 2 * 64 * BK;   /* [ML_MA][2][64][BK]: a chunk's A rows of up, B rows of down */
     int *ts = (int *)(An + ML_MA * 2 * 64 * BK);    /* [BM]: sign * (U . B_dn) */
     uint64_t *full = (uint64_t *)(ts + BM), *empty = full + ML_S, *xfull = empty + ML_S, *xempty = xfull + 1, *adfull = xempty + 1,
              *adempty = adfull + 1, *aempty = adempty + 1, *turn = aempty + ML_MA;
@@ -2458,13 +2509,15 @@ __device__ __forceinline__ void upd_count(unsigned long long ch, unsigned long l
     for (int off = 16; off; off >>= 1) ch += __shfl_xor_sync(0xffffffffu, ch, off);
     if ((threadIdx.x & 31) == 0 && ch) atomicAdd(changed, ch);
 }
-__global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w, unsigned long long *changed, int8_t *wp, int K) {
+__global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w, unsigned long long *changed, int8_t *wp, int K,
+                                 int8_t *wpu) { /* wpu: NULL, or the matrix's wpermu_row copy, kept equal too */
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     unsigned long long ch = 0;
     int nw;
     if (i < n && upd_step(Z + i, thr, w + i, nw, &ch) && wp) { /* 32-bit index math: a matrix is below 2^31 bytes */
         const uint32_t o = (uint32_t)i / (uint32_t)K, k = (uint32_t)i - o * (uint32_t)K;
         wp[(size_t)wperm_dst((int)o) * K + k] = (int8_t)nw;
+        if (wpu) wpu[(size_t)wpermu_dst((int)o) * K + k] = (int8_t)nw;
     }
     upd_count(ch, changed);
 }
@@ -2477,9 +2530,9 @@ __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w,
  * wp[m][k] = egg_vec_pert(w[k], n1[k], n2[k], +1 (m even) / -1 (m odd)) of pair m/2,
  * once per step, so the LN kernels (a row per member and timestep) only read them */
 /* the permuted copies of the matrices (wperm_row), from the parameters */
-__global__ void wperm_kernel(size_t n, int K, const int8_t *w, int8_t *wp) {
+__global__ void wperm_kernel(size_t n, int K, const int8_t *w, int8_t *wp, int up) { /* up: wpermu_row */
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i < n) wp[i] = w[(size_t)wperm_row((int)(i / K)) * K + i % K];
+    if (i < n) wp[i] = w[(size_t)(up ? wpermu_row((int)(i / K)) : wperm_row((int)(i / K))) * K + i % K];
 }
 /* every perturbed vector of the step in one launch: vector v = blockIdx.y is the tensor at params + po[v].x, its noise
  * at + po[v].y in a pair's blob, its copies at wp + v nm H (a launch per vector, 25 a step at EGG-256x6, had cost
@@ -3038,6 +3091,8 @@ struct CudaImpl {
     int8_t *wperm;            /* sm_90a with TMA: the matrices with 128-row blocks, rows permuted (wperm_row) for the mmw
                                  kernel's direct epilogue, same offsets as params (NULL: none; EGG_CUDA_WPERM=0) */
     std::vector<char> wp_ok;  /* per tensor: its permuted copy is kept in wperm */
+    int8_t *wpu;              /* H = 256 with the fused MLP (ml_rs): each layer's W_up permuted by wpermu_row, same offsets as
+                                 params (NULL: none) */
     int8_t *noise;            /* [local pairs][pstride] */
     std::vector<size_t> noff; /* per tensor */
     size_t pstride;
@@ -3315,6 +3370,10 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
 }
 
 static const int8_t *tp(const CudaImpl *c, int id) { return c->params + c->m->t[id].off; }
+/* tensor id's wpermu_row copy (a layer's W_up where the fused MLP runs with ml_rs), or NULL */
+static int8_t *wpu_of(const CudaImpl *c, int id) {
+    return c->wpu && c->wp_ok[id] && id >= EGG_T_LAYER(0, 0) && (id - EGG_T_LAYER(0, 0)) % EGG_L_N == EGG_L_UP ? c->wpu + c->m->t[id].off : NULL;
+}
 #ifdef EGG_MMP
 /* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
  * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 1 with a row block's pairs consecutive in the noise
@@ -3323,6 +3382,7 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done,
     *done = 0;
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, r = noisy ? c->r : 0, wrap = x->n / 2;
     if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] || r > 1 ||
+        (ml_rs(H) && !wpu_of(c, iu)) ||
         egg_mm_shift((uint32_t)H) != 8)
         return 0;
     if (r && (wrap % (BM / 2) != 0 || c->pstride >= ((size_t)1 << 31) || c->pstride % 16 != 0 || c->noff[iu] % 16 != 0 || c->noff[idn] % 16 != 0))
@@ -3336,7 +3396,7 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done,
     memset(&tmx, 0, sizeof tmx); memset(&tmwu, 0, sizeof tmwu); memset(&tmnu, 0, sizeof tmnu);
     memset(&tmwd, 0, sizeof tmwd); memset(&tmnd, 0, sizeof tmnd);
     bool ok = tmap_2d(c->tmap_encode, &tmx, x->XN, (size_t)H, (size_t)rows, (size_t)H, BM) &&
-              tmap_2d(c->tmap_encode, &tmwu, c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
+              tmap_2d(c->tmap_encode, &tmwu, ml_rs(H) ? wpu_of(c, iu) : c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
               tmap_2d(c->tmap_encode, &tmwd, c->wperm + c->m->t[idn].off, (size_t)(4 * H), (size_t)H, (size_t)(4 * H), BN);
     if (ok && r)
         ok = tmap_2d(c->tmap_encode, &tmnu, c->noise, c->pstride, (size_t)wrap, c->pstride, 64) &&
@@ -3729,7 +3789,8 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
             const egg_tensor *t = &m->t[id];
             if (t->kind == EGG_T_VEC) continue;
             upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Zg + c->gZ[id], thr, c->params + t->off, c->changed,
-                                                                                   c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols);
+                                                                                   c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols,
+                                                                                   wpu_of(c, id));
             CKL();
         }
         prof_mark(c, P_UPD_MM);
@@ -3773,7 +3834,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
             if ((rc = launch_mm(c, MODE_UPDATE, a, err))) return rc;
         }
         upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Z, thr, w, c->changed,
-                                                                               c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols);
+                                                                               c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols, wpu_of(c, id));
         CKL();
         prof_mark(c, t->kind == EGG_T_VEC ? P_UPD_VEC : P_UPD_MM);
     }
@@ -3854,8 +3915,12 @@ static int wperm_fill(CudaImpl *c, egg_err *err) {
     for (int id = 0; id < c->m->ntensors; id++) {
         const egg_tensor *t = &c->m->t[id];
         if (!c->wp_ok[id]) continue;
-        wperm_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, t->cols, c->params + t->off, c->wperm + t->off);
+        wperm_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, t->cols, c->params + t->off, c->wperm + t->off, 0);
         CKL();
+        if (int8_t *u = wpu_of(c, id)) {
+            wperm_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, t->cols, c->params + t->off, u, 1);
+            CKL();
+        }
     }
     CK(cudaStreamSynchronize(c->st));
     return 0;
@@ -3949,7 +4014,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
     cudaFree(c->ukeys); cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff);
-    cudaFree(c->params); cudaFree(c->wperm); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
+    cudaFree(c->params); cudaFree(c->wperm); cudaFree(c->wpu); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
 #ifdef EGG_HAVE_NCCL
     if (c->have_comm) ncclCommDestroy(c->comm);
     cudaFree(c->xsend); cudaFree(c->xrecv);
@@ -4276,6 +4341,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 }
                 if (any) {
                     CK(cudaMalloc(&c->wperm, m->nparams));
+                    if (c->fmlp && ml_rs(c->H)) CK(cudaMalloc(&c->wpu, m->nparams));
                     if ((rc = wperm_fill(c, err))) { delete c; return rc; }
                 }
             }
