@@ -1679,8 +1679,10 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
  *   up:   m64n64k32 MMAs of the block's x (resident) against the chunk's rows of Wup's permuted copy, so a thread's
  *         accumulators are 16 adjacent hidden units of two rows; the epilogue (epi_quad_bytes) writes them as
  *         int8 into the warpgroup's U tile (two, by chunk parity) in the wgmma operand layout, and adds U . B_dn to
- *         the row's t_dn (dp4a);
- *   down: m64nHk32 MMAs of that U tile against Wdown's chunk of columns, accumulating over the chunks.
+ *         the row's t_dn (dp4a); at H = 256 (RS) Wup's second copy (wpermu_row) makes them, four at a time, the
+ *         words of down's A fragment instead, kept in registers (no U tile);
+ *   down: m64nHk32 MMAs of that U tile (RS: those registers) against Wdown's chunk of columns, accumulating over the
+ *         chunks.
  * The two warpgroups issue their up MMAs in turns, so one's epilogue runs under the other's MMAs; at H = 128 a
  * chunk's epilogue also runs on a copy of its up accumulators, under the warpgroup's own next up and previous down
  * (OVL). t_up = sign * (x . B_up) comes from dp4a over the resident x at the block's start. Wup's and Wdown's chunks
@@ -1693,7 +1695,8 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
 __host__ __device__ constexpr int ml_stages(int H) { return H == 256 ? 8 : 7; }
 #define ML_MA 4 /* the chunks' noise buffers: up's A rows [64 pairs][64], down's B rows [64 pairs][64] */
 /* the epilogue under the MMAs (OVL) at H = 128 only: at 256 the accumulator copy next to down's 128 accumulators made
- * ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9) */
+ * ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9); rolled, and with RS, it
+ * ran no faster (docs/BENCHMARKS.md) */
 __host__ __device__ constexpr bool ml_ovl(int H) { return H == 128; }
 /* RS (H = 256): down's A operand, the chunk's U, straight from the up epilogue's registers (W_up's copy wpermu_row),
  * no U tile in shared memory, no proxy fence or warpgroup barrier between the epilogue and down's MMAs */
