@@ -4139,9 +4139,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     size_t fr = 0, total = 0;
     CK(cudaMemGetInfo(&fr, &total));
     const int tc = ctx_chunk(n, m->H, m->V, cfg->seq, chunk_budget());
-    /* params and their permuted copy, the noise blob, states, the chunk's activations, the largest update operands,
-     * the update's votes of every matrix (int32) and its noise keys (up to 2 entries a pair, every tensor) */
-    size_t need = 2 * m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (2 + (size_t)m->L) + (size_t)tc * ctx_step_bytes(n, m->H, m->V) +
+    /* params and their two permuted copies (wperm, wpu), the noise blob, states, the chunk's activations, the largest
+     * update operands, the update's votes of every matrix (int32) and its noise keys (up to 2 entries a pair, every tensor) */
+    size_t need = 3 * m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (2 + (size_t)m->L) + (size_t)tc * ctx_step_bytes(n, m->H, m->V) +
                   (size_t)(m->H * 5 + m->V) * (size_t)(cfg->pop / 2 * cfg->rank * 2 + 32) + 4 * m->nparams +
                   sizeof(uint64_t) * (size_t)m->ntensors * (size_t)cfg->pop + ((size_t)64 << 20);
     if (need > fr) {
