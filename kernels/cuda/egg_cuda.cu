@@ -1774,15 +1774,18 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
          * rows of up and B rows of down from the chunk's noise buffer */
         auto epilogue = [&](int c, const int (&v)[32]) {
             const int8_t *nb = An + (ac % ML_MA) * 2 * 64 * BK;
+            /* the four U bytes of accumulator groups 2 q4, 2 q4 + 1 of row hr (Aw: their A bytes) */
+            auto quad = [&](int hr, int q4, unsigned Aw) {
+                return epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr], v[8 * q4 + 4 + 2 * hr + 1],
+                                             R > 0 ? Aw : 0u, tu[hr], 8, a.pshift);
+            };
             if constexpr (RS) { /* W_up's copy wpermu_row: accumulator groups 2 q, 2 q + 1 of row hr are units 16 q + 4 tig .. + 3 */
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++)
 #pragma unroll
                     for (int q4 = 0; q4 < 4; q4++) {
                         const int o = wg_off(r[hr] >> 1, q4) + 4 * tig;
-                        const unsigned y = epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr],
-                                                                 v[8 * q4 + 4 + 2 * hr + 1], R > 0 ? *(const unsigned *)(nb + o) : 0u, tu[hr], 8,
-                                                                 a.pshift);
+                        const unsigned y = quad(hr, q4, R > 0 ? *(const unsigned *)(nb + o) : 0u);
                         ua[4 * hr + q4] = y;
                         if (R > 0) tn[hr] = __dp4a((int)y, *(const int *)(nb + 64 * BK + o), tn[hr]);
                     }
@@ -1793,9 +1796,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                     const int4 Av = R > 0 ? *(const int4 *)(nb + wg_off(r[hr] >> 1, tig)) : make_int4(0, 0, 0, 0);
                     int4 y;
 #pragma unroll
-                    for (int q4 = 0; q4 < 4; q4++) /* units 4 q4 .. + 3: accumulator groups 2 q4, 2 q4 + 1 */
-                        (&y.x)[q4] = (int)epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr],
-                                                                v[8 * q4 + 4 + 2 * hr + 1], R > 0 ? (unsigned)(&Av.x)[q4] : 0u, tu[hr], 8, a.pshift);
+                    for (int q4 = 0; q4 < 4; q4++) (&y.x)[q4] = (int)quad(hr, q4, (unsigned)(&Av.x)[q4]); /* units 16 tig + 4 q4 .. + 3 */
                     *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
                     if (R > 0) tn[hr] += dot16(y, *(const int4 *)(nb + 64 * BK + wg_off(r[hr] >> 1, tig)));
                 }
@@ -3912,7 +3913,8 @@ static int cuda_set_state(egg_backend *be, const int8_t *src, egg_err *err) {
                         cudaMemcpyHostToDevice));
     return 0;
 }
-/* the permuted copies of the matrices the forward's mmw GEMMs read (rows a multiple of 128, 16-byte rows), from params */
+/* the permuted copies of the matrices the forward's mmw GEMMs read (rows a multiple of 128, 16-byte rows), and W_up's
+ * second one for the fused MLP (wpu), from params */
 static int wperm_fill(CudaImpl *c, egg_err *err) {
     if (!c->wperm) return 0;
     for (int id = 0; id < c->m->ntensors; id++) {
