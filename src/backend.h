@@ -28,6 +28,15 @@ typedef struct egg_update_stats {
     int64_t changed;      /* parameters whose value changed */
 } egg_update_stats;
 
+/* --update allreduce: a rank votes with its own pairs' fitness only (the others' are 0 in fit), and its int32
+ * vote sums Z of every parameter go through sum() before the threshold, so that every rank applies the same
+ * Z = sum over all pairs, bit for bit what a replicated update computes from all pairs. NULL: replicated. */
+typedef struct egg_vote_sum {
+    /* sums n values in place over the ranks (MPI_Allreduce, MPI_SUM); 0 or an error code with err set */
+    int (*sum)(void *ctx, int32_t *z, size_t n, egg_err *err);
+    void *ctx;
+} egg_vote_sum;
+
 typedef struct egg_backend egg_backend;
 struct egg_backend {
     const char *name;
@@ -38,9 +47,11 @@ struct egg_backend {
      * of member m over its window. Carries each member's recurrent state. */
     int (*eval)(egg_backend *b, const egg_step_ctx *ctx, int32_t *scores, egg_err *err);
     /* EGGROLL update from the fitness of all pop/2 pairs (values -2..2);
-     * applies it to the backend's replica and to m->params (kept equal). */
+     * applies it to the backend's replica and to m->params (kept equal).
+     * vs != NULL (--update allreduce): the votes are summed over the ranks
+     * first, through vs->sum or the backend's own NCCL communicator. */
     int (*update)(egg_backend *b, egg_model *m, uint64_t seed, uint32_t epoch, const int8_t *fit, int tau,
-                  egg_update_stats *st, egg_err *err);
+                  const egg_vote_sum *vs, egg_update_stats *st, egg_err *err);
     /* Unperturbed forward of n independent windows from zero state (validation):
      * tokens[w * (len + 1) + t]; scores[w] = sum of log-likelihoods. */
     int (*eval_clean)(egg_backend *b, int n, int len, const int32_t *tokens, int32_t *scores, egg_err *err);

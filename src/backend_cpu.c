@@ -395,9 +395,21 @@ static int cpu_sample_step(egg_backend *be, int token, int reset, int8_t *logits
 
 /* ------------------------------------------------------------- update */
 
+/* one parameter's EGGROLL step from its vote sum z: +-1 (then clip) where |z| * 16 >= thr; 1 where it changed */
+static inline int vote_step(int8_t *w, int32_t z, int64_t thr) {
+    const int64_t az = z < 0 ? -(int64_t)z : z;
+    if (z == 0 || az * 16 < thr) return 0;
+    const int nw = egg_clip8(*w + egg_sign32(z));
+    const int ch = nw != *w;
+    *w = (int8_t)nw;
+    return ch;
+}
+
+/* Z = sum_e s_e * A_{k_e} B_{k_e}^T per matrix (an int8 GEMM over the entries), sum_e s_e * n1 * n2 per vector.
+ * Replicated (vs NULL): each 32-row block of Z is applied as it is made. --update allreduce: every parameter's Z
+ * goes into one array, summed over the ranks (vs->sum), then applied. */
 static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epoch, const int8_t *fit, int tau,
-                      egg_update_stats *st, egg_err *err) {
-    (void)err;
+                      const egg_vote_sum *vs, egg_update_stats *st, egg_err *err) {
     cpu_impl *c = be->impl;
     const int P = c->pop / 2, r = c->r;
     /* one entry per unit of |f|: Z = sum_e s_e * A_{k_e} B_{k_e}^T */
@@ -406,10 +418,12 @@ static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epo
     const int E = egg_update_entries(fit, P, ek, es);
     const int64_t thr = egg_vote_threshold(tau, P);
     int64_t changed = 0;
+    int32_t *Zall = vs ? egg_xaligned(64, sizeof(int32_t) * (m->nparams ? m->nparams : 1)) : NULL;
     const int Kp = (E * r + 3) / 4 * 4 > 0 ? (E * r + 3) / 4 * 4 : 4;
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
         int8_t *w = egg_tensor_ptr(m, id);
+        int32_t *Zt = Zall ? Zall + t->off : NULL;
         if (t->kind == EGG_T_VEC) {
             const int n = t->rows;
             int64_t ch = 0;
@@ -420,16 +434,13 @@ static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epo
                     uint64_t key = egg_noise_key(seed, epoch, (uint32_t)id, (uint32_t)ek[e]);
                     z += es[e] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
                 }
-                int64_t az = z < 0 ? -(int64_t)z : z;
-                if (z != 0 && az * 16 >= thr) {
-                    int nw = egg_clip8(w[i] + egg_sign32(z));
-                    ch += nw != w[i];
-                    w[i] = (int8_t)nw;
-                }
+                if (Zt) Zt[i] = z;
+                else ch += vote_step(&w[i], z, thr);
             }
             changed += ch;
             continue;
         }
+        if (Zt && E == 0) continue; /* no votes of this rank's: Z stays 0 */
         const int N = t->rows, K = t->cols;
         /* Lm[o][e*r+j] = s_e * A_e[o][j];  Rm[i][e*r+j] = B_e[i][j] */
         int8_t *Lm = egg_xaligned(64, (size_t)N * Kp), *Rm = egg_xaligned(64, (size_t)K * Kp);
@@ -454,17 +465,13 @@ static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epo
                 int o0 = cI * CH, rows = N - o0 < CH ? N - o0 : CH;
                 egg_gemm_s8(c->simd, rows, Lm + (size_t)o0 * Kp, Kp, &pr, Z, pr.Np);
                 for (int oo = 0; oo < rows; oo++) {
-                    int8_t *wr = w + (size_t)(o0 + oo) * K;
                     const int32_t *zr = Z + (size_t)oo * pr.Np;
-                    for (int i = 0; i < K; i++) {
-                        int32_t z = zr[i];
-                        int64_t az = z < 0 ? -(int64_t)z : z;
-                        if (z != 0 && az * 16 >= thr) {
-                            int nw = egg_clip8(wr[i] + egg_sign32(z));
-                            ch += nw != wr[i];
-                            wr[i] = (int8_t)nw;
-                        }
+                    if (Zt) {
+                        memcpy(Zt + (size_t)(o0 + oo) * K, zr, sizeof(int32_t) * (size_t)K);
+                        continue;
                     }
+                    int8_t *wr = w + (size_t)(o0 + oo) * K;
+                    for (int i = 0; i < K; i++) ch += vote_step(&wr[i], zr[i], thr);
                 }
             }
             free(Z);
@@ -473,10 +480,29 @@ static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epo
         egg_pack_free(&pr);
         free(Lm);
         free(Rm);
-        if (c->pk[id].w) egg_pack_fill(&c->pk[id], w);
+        if (!Zt && c->pk[id].w) egg_pack_fill(&c->pk[id], w);
     }
     free(ek);
     free(es);
+    if (Zall) {
+        int rc = vs->sum(vs->ctx, Zall, m->nparams, err);
+        if (rc) {
+            free(Zall);
+            return rc;
+        }
+        for (int id = 0; id < m->ntensors; id++) {
+            const egg_tensor *t = &m->t[id];
+            int8_t *w = egg_tensor_ptr(m, id);
+            const int32_t *Zt = Zall + t->off;
+            const long long n = (long long)t->size;
+            int64_t ch = 0;
+#pragma omp parallel for num_threads(c->threads) reduction(+ : ch) schedule(static)
+            for (long long i = 0; i < n; i++) ch += vote_step(&w[i], Zt[i], thr);
+            changed += ch;
+            if (c->pk[id].w) egg_pack_fill(&c->pk[id], w);
+        }
+        free(Zall);
+    }
     st->changed = changed;
     return 0;
 }

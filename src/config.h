@@ -9,6 +9,7 @@
 
 typedef enum { EGG_FIT_SIGN = 0, EGG_FIT_NORM = 1 } egg_fitness_kind;
 typedef enum { EGG_BK_AUTO = 0, EGG_BK_CPU, EGG_BK_CUDA, EGG_BK_HIP } egg_backend_kind;
+typedef enum { EGG_UPD_REPLICATED = 0, EGG_UPD_ALLREDUCE = 1 } egg_update_kind;
 typedef enum { EGG_SIMD_AUTO = 0, EGG_SIMD_SCALAR, EGG_SIMD_AVX2, EGG_SIMD_AVX512 } egg_simd_kind;
 
 typedef struct egg_config {
@@ -52,6 +53,7 @@ typedef struct egg_config {
     int64_t check_every;
     char shard_weights[256];
     int exchange;         /* 0 auto, 1 mpi, 2 nccl */
+    int update;           /* egg_update_kind */
     int64_t test_diverge_step; /* test-only: plant a divergence on the last rank */
     char dump_scores[1024];    /* test-only: append every step's int32 member scores */
     /* bookkeeping: which keys were given explicitly */

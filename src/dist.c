@@ -167,6 +167,16 @@ int64_t egg_dist_sum_i64(egg_dist *d, int64_t v) {
     (void)d;
     return v;
 }
+void egg_dist_sum_i32(egg_dist *d, int32_t *v, size_t n) {
+#ifdef EGG_HAVE_MPI
+    if (d->mpi && d->world > 1)
+        for (size_t i = 0; i < n; i += (size_t)1 << 30) { /* MPI counts are int */
+            const size_t k = n - i < ((size_t)1 << 30) ? n - i : ((size_t)1 << 30);
+            MPI_Allreduce(MPI_IN_PLACE, v + i, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+        }
+#endif
+    (void)d; (void)v; (void)n;
+}
 double egg_dist_max_dbl(egg_dist *d, double v) {
 #ifdef EGG_HAVE_MPI
     if (d->mpi && d->world > 1) { double o; MPI_Allreduce(&v, &o, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); return o; }

@@ -34,6 +34,8 @@ void egg_dist_allgather_sign(egg_dist *d, const int8_t *mine, int n_mine, int8_t
 void egg_dist_gather_bytes(egg_dist *d, const void *mine, size_t n_mine, void *all, const size_t *counts);
 void egg_dist_bcast(egg_dist *d, void *buf, size_t n, int root);
 int64_t egg_dist_sum_i64(egg_dist *d, int64_t v);
+/* Sum n int32 values in place over the ranks (the votes of --update allreduce). */
+void egg_dist_sum_i32(egg_dist *d, int32_t *v, size_t n);
 double egg_dist_max_dbl(egg_dist *d, double v);
 double egg_dist_min_dbl(egg_dist *d, double v);
 int egg_dist_any(egg_dist *d, int flag); /* logical OR over ranks */

@@ -355,6 +355,13 @@ static void progress(run *R, int64_t s0, double t0) {
 
 /* ------------------------------------------------------------------ main */
 
+/* --update allreduce: the votes' sum over the ranks, through MPI (a GPU backend with NCCL uses its own) */
+static int vote_sum_mpi(void *ctx, int32_t *z, size_t n, egg_err *err) {
+    (void)err;
+    egg_dist_sum_i32((egg_dist *)ctx, z, n);
+    return 0;
+}
+
 static int fail(run *R, egg_err *err) {
     if (R->d.rank == 0) fprintf(stderr, "egg: error: %s\n", err->msg);
     int code = err->code ? err->code : 1;
@@ -436,6 +443,12 @@ int main(int argc, char **argv) {
     }
 
     rc = select_backend(&R, &err);
+    /* --update allreduce is checked against the replicated update on the CPU backend only so far: the GPU
+     * backends' path (an NCCL all-reduce of the votes in device memory) has not yet run on a GPU, so it is
+     * refused there; EGG_GPU_UPDATE_ALLREDUCE=1 runs it (make test-gpu, tools/gpu_multi.sh) */
+    if (!rc && c->update == EGG_UPD_ALLREDUCE && R.be.device_id >= 0 && !getenv("EGG_GPU_UPDATE_ALLREDUCE"))
+        rc = egg_fail(&err, EGG_EINPUT, "--update allreduce: not yet verified on the %s backend; use --update replicated there (or --backend cpu)",
+                      R.be.name);
     rc = egg_dist_agree(&R.d, rc, &err);
     if (rc) return fail(&R, &err);
     if (ck.state) {
@@ -514,6 +527,11 @@ int main(int argc, char **argv) {
             }
             if (*ckpath) printf("egg: resumed from %s at step %lld\n", ckpath, (long long)R.step);
             if (R.d.world > 1) printf("egg: fitness exchange: %s\n", use_nccl ? "NCCL all-gather from device memory" : (c->fitness == EGG_FIT_SIGN ? "MPI_Allgatherv, 2 bits per pair" : "MPI_Allgatherv, int32 per pair"));
+            if (R.d.world > 1 && c->update == EGG_UPD_ALLREDUCE)
+                printf("egg: update: allreduce: each rank votes with its own pairs; %zu int32 vote sums a step through %s\n", R.m.nparams,
+                       use_nccl ? "ncclAllReduce from device memory" : "MPI_Allreduce");
+            else if (R.d.world > 1)
+                printf("egg: update: replicated: each rank votes with all %d pairs' fitness\n", P);
         }
         free(all);
         free(cnt);
@@ -544,6 +562,10 @@ int main(int argc, char **argv) {
     int32_t *dall = egg_xmalloc(sizeof(int32_t) * (size_t)P);
     int8_t *floc = egg_xmalloc((size_t)(R.p1 - R.p0 + 1));
     int8_t *fit = egg_xmalloc((size_t)P);
+    /* --update allreduce: this rank votes with its own pairs' fitness only, and the votes are summed over the ranks */
+    const int upd_ar = c->update == EGG_UPD_ALLREDUCE;
+    int8_t *fitv = upd_ar ? egg_xcalloc((size_t)P, 1) : fit;
+    const egg_vote_sum vsum = {vote_sum_mpi, &R.d};
     const int64_t s0 = R.step;
     /* auto: a TTY and one rank (Open MPI hands rank 0 a pty even when mpirun is piped) */
     const int tty = c->progress == 2 || (c->progress == 0 && isatty(1) && R.d.world == 1 && !getenv("OMPI_COMM_WORLD_SIZE"));
@@ -610,7 +632,8 @@ int main(int argc, char **argv) {
         double tx = egg_now();
         int tau = egg_tau(c, step);
         egg_update_stats us = {0};
-        rc = R.be.update(&R.be, &R.m, c->seed, epoch, fit, tau, &us, &err);
+        if (upd_ar) memcpy(fitv + R.p0, fit + R.p0, (size_t)(R.p1 - R.p0)); /* the others' stay 0 */
+        rc = R.be.update(&R.be, &R.m, c->seed, epoch, fitv, tau, upd_ar ? &vsum : NULL, &us, &err);
         if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
         if (c->test_diverge_step == step && R.d.rank == R.d.world - 1) R.m.params[0] ^= 1; /* tests only */
         R.step++;
@@ -721,7 +744,7 @@ int main(int argc, char **argv) {
         else free(tokbuf[b]);
         free(rstbuf[b]);
     }
-    free(scores); free(dloc); free(dall); free(floc); free(fit); free(R.counts);
+    free(scores); free(dloc); free(dall); free(floc); free(fit); if (upd_ar) free(fitv); free(R.counts);
     if (R.have_be) R.be.destroy(&R.be);
     egg_model_free(&R.m);
     egg_tokens_close(&R.data);

@@ -64,7 +64,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # at output shift 8 (K <= 256) with perturbation shift >= 8 those epilogues clip on int16 lanes
 # (shift 8: the default sigma-shift 4; shift 9: sigma-shift 5). At hidden 128/256 on sm_90a (rank <= 1) a
 # layer's MLP is one kernel that keeps up's output in shared memory as down's MMA operand (EGG_CUDA_FMLP=0: up
-# and down as two GEMMs).
+# and down as two GEMMs). --update allreduce votes into one array of every parameter, sums it (through the host
+# on one rank) and applies it (EGG_GPU_UPDATE_ALLREDUCE=1: the GPU path, refused until it has passed here).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -108,6 +109,8 @@ configs=(
   "h256-r1-mlp-two-gemms|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_FMLP=0"
   "h128-r1-sigma5-mlp-two-gemms|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6 --sigma-shift 5|EGG_CUDA_FMLP=0"
   "h256-r1-sigma0-mlp-fused-3ctas|--hidden 256 --layers 2 --rank 1 --pop 384 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"
+  "h256-r1-update-allreduce|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 6 --update allreduce|EGG_GPU_UPDATE_ALLREDUCE=1"
+  "h96-r2-norm-update-allreduce-per-matrix|--hidden 96 --layers 2 --rank 2 --pop 130 --seq 6 --fitness norm --update allreduce|EGG_GPU_UPDATE_ALLREDUCE=1 EGG_CUDA_UGROUP=0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

@@ -13,7 +13,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CHECKS="bad_missing_file bad_empty_file bad_short_file bad_corrupt_zst bad_truncated_zst bad_bin_token_ge_vocab
-bad_odd_pop bad_hidden_not_mult32 bad_negative_steps bad_unknown_flag bad_stray_argument bad_truncated_checkpoint
+bad_odd_pop bad_hidden_not_mult32 bad_negative_steps bad_unknown_flag bad_stray_argument bad_update_mode bad_truncated_checkpoint
 bad_checkpoint_other_config bad_checkpoint_checksum bad_resume_not_checkpoint bad_resume_latest_empty bad_config_key
 bad_config_missing bad_no_default_data help version config_file_and_override default_input_txt backend_cuda_unavailable
 progress_off progress_on final_line_format log_json_lines sigterm_clean_stop sigterm_checkpoint_resumes time_limit resume_at_final_step"
@@ -86,6 +86,7 @@ bad bad_hidden_not_mult32 --hidden --data d.txt "${TINY[@]}" --hidden 48
 bad bad_negative_steps --steps --data d.txt "${TINY[@]}" --steps -5
 bad bad_unknown_flag --frobnicate --data d.txt "${TINY[@]}" --frobnicate 3
 bad bad_stray_argument stray --data d.txt "${TINY[@]}" stray
+bad bad_update_mode --update --data d.txt "${TINY[@]}" --update sideways
 bad bad_truncated_checkpoint trunc.egg --data d.txt "${TINY[@]}" --steps 8 --resume trunc.egg
 bad bad_checkpoint_other_config hidden --data d.txt "${TINY[@]}" --steps 8 --resume "$CK" --hidden 64
 bad bad_checkpoint_checksum flipped.egg --data d.txt "${TINY[@]}" --steps 8 --resume flipped.egg

@@ -2,10 +2,11 @@
 # tests/t_mpi.sh — distributed training under Open MPI, on the CPU backend.
 #
 # Checks: world-size invariance (singleton = mpirun -np 1..5, uneven shards,
-# idle ranks, groups straddling ranks, --fitness norm, --shard-weights); rank 0
-# alone prints; bad input gives one error line (also when only one rank sees
-# it); ranks with different settings are refused, not left to hang; the planted
-# replica divergence is caught; kill -9 of a rank ends the job and the last
+# idle ranks, groups straddling ranks, --fitness norm, --shard-weights, and
+# each again with --update allreduce); rank 0 alone prints; bad input gives
+# one error line (also when only one rank sees it); ranks with different
+# settings are refused, not left to hang; the planted replica divergence is
+# caught; kill -9 of a rank ends the job and the last
 # checkpoint loads; a 2-rank checkpoint resumed on 3 ranks equals the straight
 # run; graceful stops by SIGTERM to one rank, SIGUSR1 and SIGTERM to mpirun;
 # the launch/ scripts (dry runs with fake nvidia-smi / rocm-smi, real CPU runs).
@@ -20,7 +21,9 @@ root=$LIB_ROOT
 t_begin=$(now)
 
 CHECKS="mpi_checksum_depends_on_seed mpi_invariance_np1 mpi_invariance_np2 mpi_invariance_np3 mpi_invariance_np4
-mpi_invariance_idle_rank mpi_invariance_group_straddle mpi_invariance_norm mpi_shard_weights mpi_rank0_prints_once
+mpi_invariance_idle_rank mpi_invariance_group_straddle mpi_invariance_norm mpi_shard_weights mpi_update_allreduce_np1
+mpi_update_allreduce_np2 mpi_update_allreduce_np3 mpi_update_allreduce_np4 mpi_update_allreduce_idle_rank
+mpi_update_allreduce_norm mpi_rank0_prints_once
 mpi_bad_input_one_error mpi_bad_input_one_rank mpi_bad_shard_weights mpi_config_mismatch mpi_divergence_caught
 mpi_kill9_ends_job mpi_kill9_checkpoint_loads mpi_elastic_resume_2to3 mpi_sigterm_one_rank mpi_stop_reason_agreed
 mpi_sigusr1_mpirun mpi_sigterm_mpirun launch_local_dry_cuda launch_local_dry_visible launch_local_dry_hidden launch_local_dry_rocm
@@ -134,6 +137,20 @@ run 2 sw.out "${M[@]}" "${S[@]}" --shard-weights 3,1
 if ! grep -q "egg: rank 0/2 .*pairs 0\.\.7\$" sw.out || ! grep -q "egg: rank 1/2 .*pairs 8\.\.10\$" sw.out; then
     fail mpi_shard_weights "banner does not show pairs 0..7 / 8..10: $(grep 'egg: rank' sw.out | tr '\n' ' ')"
 else check_inv mpi_shard_weights 2 "$ref" sw.out; fi
+
+# --update allreduce: a rank votes with its own pairs only and the int32 vote sums are all-reduced before the
+# threshold; the model must equal the singleton's replicated update bit for bit (a rank that skipped the sum
+# would apply only its own votes and diverge: the replica check every step ends that job)
+for np in 1 2 3 4; do
+    run "$np" "ar$np.out" "${M[@]}" "${S[@]}" --update allreduce --check-every 1
+    if [ "$np" -gt 1 ] && ! grep -q "^egg: update: allreduce" "ar$np.out"; then
+        fail "mpi_update_allreduce_np$np" "banner does not say 'egg: update: allreduce': $(last_err "ar$np.out")"
+    else check_inv "mpi_update_allreduce_np$np" "$np" "$ref" "ar$np.out"; fi
+done
+run 4 aridle.out "${M[@]}" --pop 6 --steps 5 --check-every 1 --update allreduce
+check_inv mpi_update_allreduce_idle_rank 4 "$(csum idle0.out)" aridle.out
+run 3 arnorm.out "${M[@]}" "${S[@]}" --fitness norm --update allreduce --check-every 1
+check_inv mpi_update_allreduce_norm 3 "$(csum norm0.out)" arnorm.out
 
 # ------------------------------------------------------- output and errors
 if [ "$(ndone inv3.out)" = 1 ] && [ "$(grep -c '^egg_mgpu .*EGG-' inv3.out)" = 1 ] && [ "$(grep -c '^egg: config ' inv3.out)" = 1 ]; then

@@ -3039,22 +3039,25 @@ __global__ void upd_vec_kernel(int E, int n, const uint64_t *ekeys, const int8_t
 /* every vector tensor's update in one launch (a launch per vector had taken ~28 us each, 25 of them a step at
  * EGG-256x6, mostly launch and tail): vt[v] = {its votes' offset in Z, its length, its first block row, its tensor
  * id}, ordered by block row; block row y belongs to the last v with vt[v].z <= y. Same sums as upd_vec_kernel */
-__global__ void upd_vecs_kernel(int E, int nv, const int4 *vt, const uint64_t *ukeys, const int8_t *es, int32_t *Z) {
+__global__ void upd_vecs_kernel(int E, int nv, const int4 *vt, const uint64_t *ukeys, const int8_t *es, int32_t *Z,
+                                const long long *zoff) { /* zoff: NULL, or vector v's votes at Z + zoff[v] (--update allreduce) */
     int v = 0;
     while (v + 1 < nv && vt[v + 1].z <= (int)blockIdx.y) v++;
     const int4 t = vt[v];
-    upd_vec_votes(E, t.y, ((int)blockIdx.y - t.z) * blockDim.x + threadIdx.x, ukeys + (size_t)t.w * E, es, Z + t.x);
+    upd_vec_votes(E, t.y, ((int)blockIdx.y - t.z) * blockDim.x + threadIdx.x, ukeys + (size_t)t.w * E, es, Z + (zoff ? zoff[v] : t.x));
 }
 /* upd_apply_kernel over every vector tensor at once: element j of the concatenation (vector v from vt[v].x) is
- * parameter voff[v] + j - vt[v].x */
+ * parameter voff[v] + j - vt[v].x; its vote Z[j], or with zpar (--update allreduce: Z indexed as the parameters)
+ * Z[voff[v] + j - vt[v].x] */
 __global__ void upd_vapply_kernel(int total, int nv, const int4 *vt, const long long *voff, int32_t *Z, long long thr, int8_t *params,
-                                  unsigned long long *changed) {
+                                  unsigned long long *changed, int zpar) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned long long ch = 0;
     if (j < total) {
         int v = 0, nw;
         while (v + 1 < nv && vt[v + 1].x <= j) v++;
-        upd_step(Z + j, thr, params + voff[v] + (j - vt[v].x), nw, &ch);
+        const long long pi = voff[v] + (j - vt[v].x);
+        upd_step(Z + (zpar ? pi : j), thr, params + pi, nw, &ch);
     }
     upd_count(ch, changed);
 }
@@ -3117,6 +3120,9 @@ struct CudaImpl {
     int32_t *Zg;              /* every matrix's votes */
     int4 *gitems; int gicap;  /* the GEMM's work list */
     int4 *gtab; long long *gzoff;
+    /* --update allreduce: every parameter's votes, indexed as the parameters (summed over the ranks before the
+     * threshold); the matrices' offsets in it for the grouped GEMM (gzoffp); a host copy where no NCCL sums them */
+    int32_t *Zall; long long *gzoffp; std::vector<int32_t> zhost;
     int smem, nsm;
     int rchunk;               /* H = 128/256 on sm_90a: a chunk's recurrence in one launch (EGG_CUDA_RCHUNK=0: two GEMMs per timestep) */
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
@@ -3703,10 +3709,56 @@ static int upd_operands(CudaImpl *c, int id, int E, int Kp, uint64_t seed, uint3
     return 0;
 }
 
+#ifdef EGG_HAVE_NCCL
+#define NCK(call)                                                                                                 \
+    do {                                                                                                          \
+        ncclResult_t r_ = (call);                                                                                 \
+        if (r_ != ncclSuccess)                                                                                    \
+            return egg_fail(err, EGG_ERUNTIME, "NCCL error %s at %s:%d (%s); try --exchange mpi", ncclGetErrorString(r_), \
+                            __FILE__, __LINE__, #call);                                                           \
+    } while (0)
+#endif
+/* --update allreduce: every parameter's votes Zall summed over the ranks (NCCL from device memory, else through
+ * the host and vs->sum), then applied: the same steps as the replicated update's apply kernels, on Zall */
+static int update_allreduce(CudaImpl *c, egg_model *m, const egg_vote_sum *vs, long long thr, egg_err *err) {
+    const size_t np = m->nparams;
+#ifdef EGG_HAVE_NCCL
+    if (c->have_comm) {
+        NCK(ncclAllReduce(c->Zall, c->Zall, np, ncclInt32, ncclSum, c->comm, c->st));
+    } else
+#endif
+    {
+        c->zhost.resize(np);
+        CK(cudaMemcpyAsync(c->zhost.data(), c->Zall, sizeof(int32_t) * np, cudaMemcpyDeviceToHost, c->st));
+        CK(cudaStreamSynchronize(c->st));
+        int rc = vs->sum(vs->ctx, c->zhost.data(), np, err);
+        if (rc) return rc;
+        CK(cudaMemcpyAsync(c->Zall, c->zhost.data(), sizeof(int32_t) * np, cudaMemcpyHostToDevice, c->st));
+    }
+    for (int id = 0; id < m->ntensors; id++) {
+        const egg_tensor *t = &m->t[id];
+        if (t->kind == EGG_T_VEC && c->vtab) continue; /* below, in one launch */
+        const bool mat = t->kind != EGG_T_VEC;
+        upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Zall + t->off, thr, c->params + t->off, c->changed,
+                                                                               mat && c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols,
+                                                                               mat ? wpu_of(c, id) : NULL);
+        CKL();
+    }
+    if (c->vtab) {
+        upd_vapply_kernel<<<(unsigned)((c->vtot + 255) / 256), 256, 0, c->st>>>(c->vtot, c->nvec, c->vtab, c->voff, c->Zall, thr, c->params,
+                                                                                 c->changed, 1);
+        CKL();
+    }
+    return 0;
+}
+
 static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epoch, const int8_t *fit, int tau,
-                       egg_update_stats *stt, egg_err *err) {
+                       const egg_vote_sum *vs, egg_update_stats *stt, egg_err *err) {
     CudaImpl *c = (CudaImpl *)be->impl;
     CK(cudaSetDevice(c->dev));
+    /* --update allreduce (vs): this rank's votes into Zall, indexed as the parameters; applied once summed */
+    const bool ar = vs != NULL;
+    if (ar && !c->Zall) return egg_fail(err, EGG_ERUNTIME, "GPU %d: --update allreduce: the backend was created without its vote buffer", c->dev);
     const int P = c->pop / 2, r = c->r;
     std::vector<int> ek((size_t)(2 * P + 1));
     std::vector<int8_t> es((size_t)(2 * P + 1));
@@ -3780,7 +3832,8 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         memset(&a, 0, sizeof a);
         a.X = Lg; a.ldx = Kp; a.W = Rg; a.ldw = Kp; a.M = c->gsumA; a.N = c->gsumB; a.K = Kp; a.Z = c->Zg;
         a.mtn = a.ntn = 1; a.ksplit = per * BK; a.tma = 1;
-        a.items = c->gitems; a.nitems = (int)items.size(); a.gtab = c->gtab; a.gzoff = c->gzoff;
+        a.items = c->gitems; a.nitems = (int)items.size(); a.gtab = c->gtab; a.gzoff = ar ? c->gzoffp : c->gzoff;
+        if (ar) a.Z = c->Zall;
         CUtensorMap tmx, tmw;
         memset(&tmx, 0, sizeof tmx);
         memset(&tmw, 0, sizeof tmw);
@@ -3789,7 +3842,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         const int nw = a.nitems < c->mmw_ctas ? a.nitems : c->mmw_ctas;
         mmw_kernel<MODE_UPDATE, 0><<<nw, WS_THREADS, mmw_smem_bytes(), c->st>>>(a, tmx, tmw, tmx, tmx);
         CKL();
-        for (int id = 0; id < m->ntensors; id++) {
+        for (int id = 0; id < m->ntensors && !ar; id++) {
             const egg_tensor *t = &m->t[id];
             if (t->kind == EGG_T_VEC) continue;
             upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Zg + c->gZ[id], thr, c->params + t->off, c->changed,
@@ -3801,12 +3854,14 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     }
 #endif
     if (E && c->vtab) { /* every vector tensor in one launch */
-        upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, c->st>>>(E, c->nvec, c->vtab, c->ukeys,
-                                                                                                               c->es, c->Z);
+        upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, c->st>>>(
+            E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL);
         CKL();
-        upd_vapply_kernel<<<(unsigned)((c->vtot + 255) / 256), 256, 0, c->st>>>(c->vtot, c->nvec, c->vtab, c->voff, c->Z, thr, c->params,
-                                                                                 c->changed);
-        CKL();
+        if (!ar) {
+            upd_vapply_kernel<<<(unsigned)((c->vtot + 255) / 256), 256, 0, c->st>>>(c->vtot, c->nvec, c->vtab, c->voff, c->Z, thr, c->params,
+                                                                                     c->changed, 0);
+            CKL();
+        }
         prof_mark(c, P_UPD_VEC);
     }
     for (int id = 0; id < m->ntensors; id++) {
@@ -3816,9 +3871,10 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         if (grouped && t->kind != EGG_T_VEC) continue; /* done above */
         if (c->vtab && t->kind == EGG_T_VEC) continue; /* done above */
 
+        int32_t *Zt = ar ? c->Zall + t->off : c->Z;
         if (t->kind == EGG_T_VEC) {
             dim3 g((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)((t->rows + 127) / 128));
-            upd_vec_kernel<<<g, 128, 0, c->st>>>(E, t->rows, c->ukeys + (size_t)id * E, c->es, c->Z);
+            upd_vec_kernel<<<g, 128, 0, c->st>>>(E, t->rows, c->ukeys + (size_t)id * E, c->es, Zt);
             CKL();
         } else {
             const int N = t->rows, K = t->cols;
@@ -3834,13 +3890,19 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
             prof_mark(c, P_UPD_OP);
             MMArgs a;
             memset(&a, 0, sizeof a);
-            a.X = c->Lm; a.ldx = Kp; a.W = c->Rm; a.ldw = Kp; a.M = N; a.N = K; a.K = Kp; a.Z = c->Z;
+            a.X = c->Lm; a.ldx = Kp; a.W = c->Rm; a.ldw = Kp; a.M = N; a.N = K; a.K = Kp; a.Z = Zt;
             if ((rc = launch_mm(c, MODE_UPDATE, a, err))) return rc;
         }
+        if (ar) continue; /* applied once summed */
         upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Z, thr, w, c->changed,
                                                                                c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols, wpu_of(c, id));
         CKL();
         prof_mark(c, t->kind == EGG_T_VEC ? P_UPD_VEC : P_UPD_MM);
+    }
+    if (ar) {
+        int rc = update_allreduce(c, m, vs, thr, err);
+        if (rc) return rc;
+        prof_mark(c, P_UPD_MM);
     }
     unsigned long long ch = 0;
     CK(cudaMemcpyAsync(&ch, c->changed, sizeof ch, cudaMemcpyDeviceToHost, c->st));
@@ -3944,13 +4006,6 @@ __global__ void pair_values_kernel(int pairs, int maxc, int norm, const int32_t 
     int32_t d = k < pairs ? scores[2 * k] - scores[2 * k + 1] : 0;
     out[k] = norm ? d : (d > 0) - (d < 0);
 }
-#define NCK(call)                                                                                                 \
-    do {                                                                                                          \
-        ncclResult_t r_ = (call);                                                                                 \
-        if (r_ != ncclSuccess)                                                                                    \
-            return egg_fail(err, EGG_ERUNTIME, "NCCL error %s at %s:%d (%s); try --exchange mpi", ncclGetErrorString(r_), \
-                            __FILE__, __LINE__, #call);                                                           \
-    } while (0)
 static int cuda_nccl_init(egg_backend *be, int rank, int world, const unsigned char *uid, egg_err *err) {
     CudaImpl *c = (CudaImpl *)be->impl;
     CK(cudaSetDevice(c->dev));
@@ -4018,7 +4073,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->train.X) ctx_free(&c->train);
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
-    cudaFree(c->ukeys); cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff);
+    cudaFree(c->ukeys); cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->Zall); cudaFree(c->gzoffp); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff);
     cudaFree(c->params); cudaFree(c->wperm); cudaFree(c->wpu); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
 #ifdef EGG_HAVE_NCCL
     if (c->have_comm) ncclCommDestroy(c->comm);
@@ -4142,9 +4197,11 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaMemGetInfo(&fr, &total));
     const int tc = ctx_chunk(n, m->H, m->V, cfg->seq, chunk_budget());
     /* params and their two permuted copies (wperm, wpu), the noise blob, states, the chunk's activations, the largest
-     * update operands, the update's votes of every matrix (int32) and its noise keys (up to 2 entries a pair, every tensor) */
+     * update operands, the update's votes of every matrix (int32; --update allreduce: of every parameter too) and
+     * its noise keys (up to 2 entries a pair, every tensor) */
     size_t need = 3 * m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (2 + (size_t)m->L) + (size_t)tc * ctx_step_bytes(n, m->H, m->V) +
                   (size_t)(m->H * 5 + m->V) * (size_t)(cfg->pop / 2 * cfg->rank * 2 + 32) + 4 * m->nparams +
+                  (cfg->update == EGG_UPD_ALLREDUCE ? 4 * m->nparams : 0) +
                   sizeof(uint64_t) * (size_t)m->ntensors * (size_t)cfg->pop + ((size_t)64 << 20);
     if (need > fr) {
         delete c;
@@ -4217,6 +4274,10 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         }
         CK(cudaMalloc(&c->Z, sizeof(int32_t) * zmax));
         CK(cudaMemset(c->Z, 0, sizeof(int32_t) * zmax));
+        if (cfg->update == EGG_UPD_ALLREDUCE) { /* every parameter's votes, zero between steps (the apply kernels clear them) */
+            CK(cudaMalloc(&c->Zall, sizeof(int32_t) * (m->nparams ? m->nparams : 1)));
+            CK(cudaMemset(c->Zall, 0, sizeof(int32_t) * (m->nparams ? m->nparams : 1)));
+        }
     }
     /* the host model's parameters page-locked: the update copies them back every step (4.9 MB at EGG-256x6) */
     if (m->nparams > 0 && cudaHostRegister((void *)m->params, m->nparams, cudaHostRegisterDefault) == cudaSuccess) c->pinned_params = m->params;
@@ -4316,6 +4377,12 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                     CK(cudaMalloc(&c->gzoff, sizeof(long long) * (size_t)nt));
                     CK(cudaMemcpy(c->gtab, tab.data(), sizeof(int4) * (size_t)nt, cudaMemcpyHostToDevice));
                     CK(cudaMemcpy(c->gzoff, c->gZ.data(), sizeof(long long) * (size_t)nt, cudaMemcpyHostToDevice));
+                    if (cfg->update == EGG_UPD_ALLREDUCE) { /* the votes at the parameters' offsets (Zall) */
+                        std::vector<long long> po((size_t)nt);
+                        for (int id = 0; id < nt; id++) po[(size_t)id] = (long long)m->t[id].off;
+                        CK(cudaMalloc(&c->gzoffp, sizeof(long long) * (size_t)nt));
+                        CK(cudaMemcpy(c->gzoffp, po.data(), sizeof(long long) * (size_t)nt, cudaMemcpyHostToDevice));
+                    }
                 }
             }
             const char *e2 = getenv("EGG_CUDA_DUAL");
