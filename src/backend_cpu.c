@@ -26,6 +26,7 @@ typedef struct cpu_impl {
     int8_t *state;           /* [(m1-m0)][L][H] */
     int8_t *sstate;          /* sampling state [L][H] */
     int maxN;                /* widest matrix output (padded) */
+    int32_t *zall;           /* --update allreduce: every parameter's votes (allocated at its first step) */
 } cpu_impl;
 
 typedef egg_div16 div16;
@@ -395,13 +396,27 @@ static int cpu_sample_step(egg_backend *be, int token, int reset, int8_t *logits
 
 /* ------------------------------------------------------------- update */
 
-/* one parameter's EGGROLL step from its vote sum z: +-1 (then clip) where |z| * 16 >= thr; 1 where it changed */
-static inline int vote_step(int8_t *w, int32_t z, int64_t thr) {
-    const int64_t az = z < 0 ? -(int64_t)z : z;
-    if (z == 0 || az * 16 < thr) return 0;
-    const int nw = egg_clip8(*w + egg_sign32(z));
-    const int ch = nw != *w;
-    *w = (int8_t)nw;
+/* the smallest |z| that moves a weight: z != 0 and 16 |z| >= thr (thr >= 0) */
+static uint64_t vote_min(int64_t thr) {
+    const int64_t t = (thr + 15) / 16;
+    return t < 1 ? 1 : (uint64_t)t;
+}
+/* n parameters' EGGROLL step from their vote sums: w moves by sign(z), then clips, where |z| >= zmin (vote_min);
+ * returns how many changed. Branch-free, so the compiler vectorises it. */
+HOT static int64_t apply_votes(int8_t *restrict w, const int32_t *restrict z, size_t n, uint64_t zmin) {
+    if (zmin > 0x80000000ull) return 0; /* no int32 reaches it */
+    const uint32_t t = (uint32_t)zmin;
+    int ch = 0; /* n < 2^31: a tensor or a row */
+#pragma omp simd reduction(+ : ch)
+    for (size_t i = 0; i < n; i++) {
+        const int32_t v = z[i];
+        const uint32_t a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+        const int mv = a >= t ? (v > 0 ? 1 : -1) : 0, o = w[i];
+        int nw = o + mv;
+        nw = mv == 0 ? o : nw > 127 ? 127 : nw < -127 ? -127 : nw;
+        ch += nw != o;
+        w[i] = (int8_t)nw;
+    }
     return ch;
 }
 
@@ -416,9 +431,10 @@ static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epo
     int *ek = egg_xmalloc(sizeof(int) * (size_t)(2 * P + 1));
     int8_t *es = egg_xmalloc((size_t)(2 * P + 1));
     const int E = egg_update_entries(fit, P, ek, es);
-    const int64_t thr = egg_vote_threshold(tau, P);
+    const uint64_t zmin = vote_min(egg_vote_threshold(tau, P));
     int64_t changed = 0;
-    int32_t *Zall = vs ? egg_xaligned(64, sizeof(int32_t) * (m->nparams ? m->nparams : 1)) : NULL;
+    if (vs && !c->zall) c->zall = egg_xaligned(64, sizeof(int32_t) * (m->nparams ? m->nparams : 1));
+    int32_t *Zall = vs ? c->zall : NULL; /* every parameter's votes (--update allreduce) */
     const int Kp = (E * r + 3) / 4 * 4 > 0 ? (E * r + 3) / 4 * 4 : 4;
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
@@ -435,12 +451,15 @@ static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epo
                     z += es[e] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
                 }
                 if (Zt) Zt[i] = z;
-                else ch += vote_step(&w[i], z, thr);
+                else ch += apply_votes(&w[i], &z, 1, zmin);
             }
             changed += ch;
             continue;
         }
-        if (Zt && E == 0) continue; /* no votes of this rank's: Z stays 0 */
+        if (Zt && E == 0) { /* no votes of this rank's */
+            memset(Zt, 0, sizeof(int32_t) * t->size);
+            continue;
+        }
         const int N = t->rows, K = t->cols;
         /* Lm[o][e*r+j] = s_e * A_e[o][j];  Rm[i][e*r+j] = B_e[i][j] */
         int8_t *Lm = egg_xaligned(64, (size_t)N * Kp), *Rm = egg_xaligned(64, (size_t)K * Kp);
@@ -470,8 +489,7 @@ static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epo
                         memcpy(Zt + (size_t)(o0 + oo) * K, zr, sizeof(int32_t) * (size_t)K);
                         continue;
                     }
-                    int8_t *wr = w + (size_t)(o0 + oo) * K;
-                    for (int i = 0; i < K; i++) ch += vote_step(&wr[i], zr[i], thr);
+                    ch += apply_votes(w + (size_t)(o0 + oo) * K, zr, (size_t)K, zmin);
                 }
             }
             free(Z);
@@ -486,22 +504,18 @@ static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epo
     free(es);
     if (Zall) {
         int rc = vs->sum(vs->ctx, Zall, m->nparams, err);
-        if (rc) {
-            free(Zall);
-            return rc;
-        }
+        if (rc) return rc;
         for (int id = 0; id < m->ntensors; id++) {
             const egg_tensor *t = &m->t[id];
             int8_t *w = egg_tensor_ptr(m, id);
             const int32_t *Zt = Zall + t->off;
-            const long long n = (long long)t->size;
+            const long long n = (long long)t->size, B = 4096; /* blocks of B parameters over the threads */
             int64_t ch = 0;
 #pragma omp parallel for num_threads(c->threads) reduction(+ : ch) schedule(static)
-            for (long long i = 0; i < n; i++) ch += vote_step(&w[i], Zt[i], thr);
+            for (long long b = 0; b < n; b += B) ch += apply_votes(w + b, Zt + b, (size_t)(n - b < B ? n - b : B), zmin);
             changed += ch;
             if (c->pk[id].w) egg_pack_fill(&c->pk[id], w);
         }
-        free(Zall);
     }
     st->changed = changed;
     return 0;
@@ -530,7 +544,7 @@ static void cpu_destroy(egg_backend *be) {
     cpu_impl *c = be->impl;
     if (!c) return;
     for (int id = 0; id < c->m->ntensors; id++) egg_pack_free(&c->pk[id]);
-    free(c->pk); free(c->noff); free(c->state); free(c->sstate);
+    free(c->pk); free(c->noff); free(c->state); free(c->sstate); free(c->zall);
     free(c);
     be->impl = NULL;
 }
