@@ -35,6 +35,7 @@ typedef struct egg_vote_sum {
     /* sums n values in place over the ranks (MPI_Allreduce, MPI_SUM); 0 or an error code with err set */
     int (*sum)(void *ctx, int32_t *z, size_t n, egg_err *err);
     void *ctx;
+    int ranks; /* that many take part; 1: the votes are already the sum (sum is not called) */
 } egg_vote_sum;
 
 typedef struct egg_backend egg_backend;

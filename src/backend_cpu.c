@@ -503,7 +503,7 @@ static int cpu_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t epo
     free(ek);
     free(es);
     if (Zall) {
-        int rc = vs->sum(vs->ctx, Zall, m->nparams, err);
+        int rc = vs->ranks > 1 ? vs->sum(vs->ctx, Zall, m->nparams, err) : 0;
         if (rc) return rc;
         for (int id = 0; id < m->ntensors; id++) {
             const egg_tensor *t = &m->t[id];

@@ -443,12 +443,6 @@ int main(int argc, char **argv) {
     }
 
     rc = select_backend(&R, &err);
-    /* --update allreduce is checked against the replicated update on the CPU backend only so far: the GPU
-     * backends' path (an NCCL all-reduce of the votes in device memory) has not yet run on a GPU, so it is
-     * refused there; EGG_GPU_UPDATE_ALLREDUCE=1 runs it (make test-gpu, tools/gpu_multi.sh) */
-    if (!rc && c->update == EGG_UPD_ALLREDUCE && R.be.device_id >= 0 && !getenv("EGG_GPU_UPDATE_ALLREDUCE"))
-        rc = egg_fail(&err, EGG_EINPUT, "--update allreduce: not yet verified on the %s backend; use --update replicated there (or --backend cpu)",
-                      R.be.name);
     rc = egg_dist_agree(&R.d, rc, &err);
     if (rc) return fail(&R, &err);
     if (ck.state) {
@@ -494,6 +488,15 @@ int main(int argc, char **argv) {
             printf("egg: exchange: --exchange nccl needs a GPU backend built with NCCL/RCCL (this run: %s); using MPI\n", R.be.name);
         }
     }
+    /* --update allreduce on GPUs is checked against the CPU with the votes summed by MPI through the host (one
+     * GPU; ranks sharing a GPU, make test-gpu); the NCCL all-reduce of the votes in device memory has not yet run
+     * on several GPUs, so it is refused; EGG_GPU_UPDATE_ALLREDUCE=1 runs it (tools/gpu_multi.sh) */
+    rc = use_nccl && c->update == EGG_UPD_ALLREDUCE && !getenv("EGG_GPU_UPDATE_ALLREDUCE")
+             ? egg_fail(&err, EGG_EINPUT, "--update allreduce: its NCCL path is not yet verified on several GPUs; add --exchange mpi "
+                                          "(the votes then go through the host) or use --update replicated")
+             : 0;
+    rc = egg_dist_agree(&R.d, rc, &err);
+    if (rc) return fail(&R, &err);
     int maxc = 0;
     for (int r = 0; r < R.d.world; r++) if (R.counts[r] > maxc) maxc = R.counts[r];
     int32_t *xall = use_nccl ? egg_xmalloc(sizeof(int32_t) * (size_t)maxc * R.d.world) : NULL;
@@ -565,7 +568,7 @@ int main(int argc, char **argv) {
     /* --update allreduce: this rank votes with its own pairs' fitness only, and the votes are summed over the ranks */
     const int upd_ar = c->update == EGG_UPD_ALLREDUCE;
     int8_t *fitv = upd_ar ? egg_xcalloc((size_t)P, 1) : fit;
-    const egg_vote_sum vsum = {vote_sum_mpi, &R.d};
+    const egg_vote_sum vsum = {vote_sum_mpi, &R.d, R.d.world};
     const int64_t s0 = R.step;
     /* auto: a TTY and one rank (Open MPI hands rank 0 a pty even when mpirun is piped) */
     const int tty = c->progress == 2 || (c->progress == 0 && isatty(1) && R.d.world == 1 && !getenv("OMPI_COMM_WORLD_SIZE"));

@@ -64,8 +64,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # at output shift 8 (K <= 256) with perturbation shift >= 8 those epilogues clip on int16 lanes
 # (shift 8: the default sigma-shift 4; shift 9: sigma-shift 5). At hidden 128/256 on sm_90a (rank <= 1) a
 # layer's MLP is one kernel that keeps up's output in shared memory as down's MMA operand (EGG_CUDA_FMLP=0: up
-# and down as two GEMMs). --update allreduce votes into one array of every parameter, sums it (through the host
-# on one rank) and applies it (EGG_GPU_UPDATE_ALLREDUCE=1: the GPU path, refused until it has passed here).
+# and down as two GEMMs). --update allreduce votes into one array of every parameter and applies it once summed
+# (nothing to sum on one rank; two ranks sharing this GPU below sum it by MPI through the host).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -109,8 +109,8 @@ configs=(
   "h256-r1-mlp-two-gemms|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_FMLP=0"
   "h128-r1-sigma5-mlp-two-gemms|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6 --sigma-shift 5|EGG_CUDA_FMLP=0"
   "h256-r1-sigma0-mlp-fused-3ctas|--hidden 256 --layers 2 --rank 1 --pop 384 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"
-  "h256-r1-update-allreduce|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 6 --update allreduce|EGG_GPU_UPDATE_ALLREDUCE=1"
-  "h96-r2-norm-update-allreduce-per-matrix|--hidden 96 --layers 2 --rank 2 --pop 130 --seq 6 --fitness norm --update allreduce|EGG_GPU_UPDATE_ALLREDUCE=1 EGG_CUDA_UGROUP=0"
+  "h256-r1-update-allreduce|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 6 --update allreduce"
+  "h96-r2-norm-update-allreduce-per-matrix|--hidden 96 --layers 2 --rank 2 --pop 130 --seq 6 --fitness norm --update allreduce|EGG_CUDA_UGROUP=0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then
@@ -179,5 +179,14 @@ print('len %d vs %d, %d differ, first at %s: cpu %s gpu %s' % (len(x),len(y),len
     a=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/m1"); b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/m2" | head -1)
     [ -n "$a" ] && [ "$a" = "$b" ] && ok "$gb-two-ranks-one-gpu" || bad "$gb-two-ranks-one-gpu" "cpu=$a 2 ranks $gb=$b: $(grep -a 'error' "$T/m2" | head -1)"
   else sk "$gb-two-ranks-one-gpu" "no mpirun, or this build has no MPI"; fi
+  # the same with --update allreduce: each rank votes with its own pairs, the votes summed by MPI
+  if [ -s "$T/m2" ] && grep -aq 'rank 0/2' "$T/m2"; then
+    # shellcheck disable=SC2086
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
+      mpirun --oversubscribe -np 2 $BIN $base --backend "$gb" --update allreduce --check-every 1 >"$T/m3" 2>&1
+    b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/m3" | head -1)
+    if [ -n "$a" ] && [ "$a" = "$b" ] && grep -aq 'egg: update: allreduce' "$T/m3"; then ok "$gb-two-ranks-one-gpu-update-allreduce"
+    else bad "$gb-two-ranks-one-gpu-update-allreduce" "cpu=$a 2 ranks $gb=$b: $(grep -a 'error' "$T/m3" | head -1)"; fi
+  else sk "$gb-two-ranks-one-gpu-update-allreduce" "no mpirun, or this build has no MPI"; fi
 done
 finish

@@ -3122,7 +3122,7 @@ struct CudaImpl {
     int4 *gtab; long long *gzoff;
     /* --update allreduce: every parameter's votes, indexed as the parameters (summed over the ranks before the
      * threshold); the matrices' offsets in it for the grouped GEMM (gzoffp); a host copy where no NCCL sums them */
-    int32_t *Zall; long long *gzoffp; std::vector<int32_t> zhost;
+    int32_t *Zall; long long *gzoffp; int32_t *zhost; /* zhost page-locked (NULL until needed) */
     int smem, nsm;
     int rchunk;               /* H = 128/256 on sm_90a: a chunk's recurrence in one launch (EGG_CUDA_RCHUNK=0: two GEMMs per timestep) */
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
@@ -3723,17 +3723,17 @@ static int upd_operands(CudaImpl *c, int id, int E, int Kp, uint64_t seed, uint3
 static int update_allreduce(CudaImpl *c, egg_model *m, const egg_vote_sum *vs, long long thr, egg_err *err) {
     const size_t np = m->nparams;
 #ifdef EGG_HAVE_NCCL
-    if (c->have_comm) {
+    if (vs->ranks > 1 && c->have_comm) {
         NCK(ncclAllReduce(c->Zall, c->Zall, np, ncclInt32, ncclSum, c->comm, c->st));
     } else
 #endif
-    {
-        c->zhost.resize(np);
-        CK(cudaMemcpyAsync(c->zhost.data(), c->Zall, sizeof(int32_t) * np, cudaMemcpyDeviceToHost, c->st));
+    if (vs->ranks > 1) {
+        if (!c->zhost) CK(cudaMallocHost((void **)&c->zhost, sizeof(int32_t) * np));
+        CK(cudaMemcpyAsync(c->zhost, c->Zall, sizeof(int32_t) * np, cudaMemcpyDeviceToHost, c->st));
         CK(cudaStreamSynchronize(c->st));
-        int rc = vs->sum(vs->ctx, c->zhost.data(), np, err);
+        int rc = vs->sum(vs->ctx, c->zhost, np, err);
         if (rc) return rc;
-        CK(cudaMemcpyAsync(c->Zall, c->zhost.data(), sizeof(int32_t) * np, cudaMemcpyHostToDevice, c->st));
+        CK(cudaMemcpyAsync(c->Zall, c->zhost, sizeof(int32_t) * np, cudaMemcpyHostToDevice, c->st));
     }
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
@@ -4073,7 +4073,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->train.X) ctx_free(&c->train);
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
-    cudaFree(c->ukeys); cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->Zall); cudaFree(c->gzoffp); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff);
+    cudaFree(c->ukeys); cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->Zall); cudaFree(c->gzoffp); if (c->zhost) cudaFreeHost(c->zhost); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff);
     cudaFree(c->params); cudaFree(c->wperm); cudaFree(c->wpu); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
 #ifdef EGG_HAVE_NCCL
     if (c->have_comm) ncclCommDestroy(c->comm);
