@@ -3709,6 +3709,15 @@ static int upd_operands(CudaImpl *c, int id, int E, int Kp, uint64_t seed, uint3
     return 0;
 }
 
+/* tensor id's threshold step from its votes Z (zeroed as read), its permuted copies kept equal */
+static int upd_apply(CudaImpl *c, int id, int32_t *Z, long long thr, egg_err *err) {
+    const egg_tensor *t = &c->m->t[id];
+    upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, Z, thr, c->params + t->off, c->changed,
+                                                                           c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols, wpu_of(c, id));
+    CKL();
+    return 0;
+}
+
 #ifdef EGG_HAVE_NCCL
 #define NCK(call)                                                                                                 \
     do {                                                                                                          \
@@ -3738,11 +3747,8 @@ static int update_allreduce(CudaImpl *c, egg_model *m, const egg_vote_sum *vs, l
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
         if (t->kind == EGG_T_VEC && c->vtab) continue; /* below, in one launch */
-        const bool mat = t->kind != EGG_T_VEC;
-        upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Zall + t->off, thr, c->params + t->off, c->changed,
-                                                                               mat && c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols,
-                                                                               mat ? wpu_of(c, id) : NULL);
-        CKL();
+        int rc = upd_apply(c, id, c->Zall + t->off, thr, err);
+        if (rc) return rc;
     }
     if (c->vtab) {
         upd_vapply_kernel<<<(unsigned)((c->vtot + 255) / 256), 256, 0, c->st>>>(c->vtot, c->nvec, c->vtab, c->voff, c->Zall, thr, c->params,
@@ -3845,10 +3851,8 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         for (int id = 0; id < m->ntensors && !ar; id++) {
             const egg_tensor *t = &m->t[id];
             if (t->kind == EGG_T_VEC) continue;
-            upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Zg + c->gZ[id], thr, c->params + t->off, c->changed,
-                                                                                   c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols,
-                                                                                   wpu_of(c, id));
-            CKL();
+            int rc = upd_apply(c, id, c->Zg + c->gZ[id], thr, err);
+            if (rc) return rc;
         }
         prof_mark(c, P_UPD_MM);
     }
@@ -3866,7 +3870,6 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     }
     for (int id = 0; id < m->ntensors; id++) {
         const egg_tensor *t = &m->t[id];
-        int8_t *w = c->params + t->off;
         if (!E) break;
         if (grouped && t->kind != EGG_T_VEC) continue; /* done above */
         if (c->vtab && t->kind == EGG_T_VEC) continue; /* done above */
@@ -3894,9 +3897,8 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
             if ((rc = launch_mm(c, MODE_UPDATE, a, err))) return rc;
         }
         if (ar) continue; /* applied once summed */
-        upd_apply_kernel<<<(unsigned)((t->size + 255) / 256), 256, 0, c->st>>>(t->size, c->Z, thr, w, c->changed,
-                                                                               c->wp_ok[id] ? c->wperm + t->off : NULL, t->cols, wpu_of(c, id));
-        CKL();
+        int rc = upd_apply(c, id, c->Z, thr, err);
+        if (rc) return rc;
         prof_mark(c, t->kind == EGG_T_VEC ? P_UPD_VEC : P_UPD_MM);
     }
     if (ar) {
