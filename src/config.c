@@ -61,8 +61,9 @@ static const opt_def OPTS[] = {
     {"check-every", T_I64, O(check_every), 0, 1e15, NULL, "compare replica checksums across ranks every N steps; 0 = end only [50]"},
     {"shard-weights", T_STR, O(shard_weights), 0, 0, NULL, "relative speed per rank, e.g. 2,1,1 (mixed hardware) [equal]"},
     {"exchange", T_ENUM, O(exchange), 0, 0, "auto|mpi|nccl", "fitness exchange transport [auto]"},
-    {"update", T_ENUM, O(update), 0, 0, "replicated|allreduce",
-     "update across ranks: replicated (each from all pairs' fitness) or allreduce (own pairs, votes summed) [replicated]"},
+    {"update", T_ENUM, O(update), 0, 0, "auto|replicated|allreduce",
+     "update across ranks: replicated (each from all pairs' fitness), allreduce (own pairs, votes summed), "
+     "auto: allreduce where the ranks have NCCL (a GPU each), else replicated [auto]"},
     {"test-diverge-step", T_I64, O(test_diverge_step), -1, 1e15, NULL, NULL /* hidden: tests only */},
     {"dump-scores", T_STR, O(dump_scores), 0, 0, NULL, NULL /* hidden: tests only (backend comparison) */},
 };

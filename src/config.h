@@ -9,7 +9,8 @@
 
 typedef enum { EGG_FIT_SIGN = 0, EGG_FIT_NORM = 1 } egg_fitness_kind;
 typedef enum { EGG_BK_AUTO = 0, EGG_BK_CPU, EGG_BK_CUDA, EGG_BK_HIP } egg_backend_kind;
-typedef enum { EGG_UPD_REPLICATED = 0, EGG_UPD_ALLREDUCE = 1 } egg_update_kind;
+/* --update auto: allreduce where the ranks sum through NCCL (a GPU each), else replicated (main.c decides) */
+typedef enum { EGG_UPD_AUTO = 0, EGG_UPD_REPLICATED = 1, EGG_UPD_ALLREDUCE = 2 } egg_update_kind;
 typedef enum { EGG_SIMD_AUTO = 0, EGG_SIMD_SCALAR, EGG_SIMD_AVX2, EGG_SIMD_AVX512 } egg_simd_kind;
 
 typedef struct egg_config {

@@ -3,7 +3,8 @@
 #
 # Checks: world-size invariance (singleton = mpirun -np 1..5, uneven shards,
 # idle ranks, groups straddling ranks, --fitness norm, --shard-weights, and
-# each again with --update allreduce); rank 0 alone prints; bad input gives
+# each again with --update allreduce; the default --update auto is replicated
+# on CPU ranks); rank 0 alone prints; bad input gives
 # one error line (also when only one rank sees it); ranks with different
 # settings are refused, not left to hang; the planted replica divergence is
 # caught; kill -9 of a rank ends the job and the last
@@ -23,7 +24,7 @@ t_begin=$(now)
 CHECKS="mpi_checksum_depends_on_seed mpi_invariance_np1 mpi_invariance_np2 mpi_invariance_np3 mpi_invariance_np4
 mpi_invariance_idle_rank mpi_invariance_group_straddle mpi_invariance_norm mpi_shard_weights mpi_update_allreduce_np1
 mpi_update_allreduce_np2 mpi_update_allreduce_np3 mpi_update_allreduce_np4 mpi_update_allreduce_idle_rank
-mpi_update_allreduce_norm mpi_rank0_prints_once
+mpi_update_allreduce_norm mpi_update_auto_cpu mpi_rank0_prints_once
 mpi_bad_input_one_error mpi_bad_input_one_rank mpi_bad_shard_weights mpi_config_mismatch mpi_divergence_caught
 mpi_kill9_ends_job mpi_kill9_checkpoint_loads mpi_elastic_resume_2to3 mpi_sigterm_one_rank mpi_stop_reason_agreed
 mpi_sigusr1_mpirun mpi_sigterm_mpirun launch_local_dry_cuda launch_local_dry_visible launch_local_dry_hidden launch_local_dry_rocm
@@ -151,6 +152,10 @@ run 4 aridle.out "${M[@]}" --pop 6 --steps 5 --check-every 1 --update allreduce
 check_inv mpi_update_allreduce_idle_rank 4 "$(csum idle0.out)" aridle.out
 run 3 arnorm.out "${M[@]}" "${S[@]}" --fitness norm --update allreduce --check-every 1
 check_inv mpi_update_allreduce_norm 3 "$(csum norm0.out)" arnorm.out
+# the default --update auto all-reduces only where the ranks have NCCL (a GPU each): CPU ranks stay replicated
+if grep -q "^egg: update: replicated (auto: no NCCL between the ranks)" inv2.out && grep -q " update=auto" inv2.out; then
+    pass mpi_update_auto_cpu
+else fail mpi_update_auto_cpu "2 CPU ranks with the default --update: $(grep -a 'egg: update' inv2.out || echo 'no egg: update line')"; fi
 
 # ------------------------------------------------------- output and errors
 if [ "$(ndone inv3.out)" = 1 ] && [ "$(grep -c '^egg_mgpu .*EGG-' inv3.out)" = 1 ] && [ "$(grep -c '^egg: config ' inv3.out)" = 1 ]; then

@@ -3764,7 +3764,12 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     CK(cudaSetDevice(c->dev));
     /* --update allreduce (vs): this rank's votes into Zall, indexed as the parameters; applied once summed */
     const bool ar = vs != NULL;
-    if (ar && !c->Zall) return egg_fail(err, EGG_ERUNTIME, "GPU %d: --update allreduce: the backend was created without its vote buffer", c->dev);
+    if (ar && !c->Zall) { /* every parameter's votes, zero between steps (the apply kernels clear them); allocated at the first
+                           * all-reduced step, since --update auto decides only once the ranks' transport is known */
+        CK(cudaMalloc(&c->Zall, sizeof(int32_t) * (m->nparams ? m->nparams : 1)));
+        CK(cudaMemsetAsync(c->Zall, 0, sizeof(int32_t) * (m->nparams ? m->nparams : 1), c->st));
+    }
+    if (ar && c->ugroup && !c->gzoffp) return egg_fail(err, EGG_ERUNTIME, "GPU %d: --update allreduce: the backend was created without its vote offsets", c->dev);
     const int P = c->pop / 2, r = c->r;
     std::vector<int> ek((size_t)(2 * P + 1));
     std::vector<int8_t> es((size_t)(2 * P + 1));
@@ -4203,7 +4208,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
      * its noise keys (up to 2 entries a pair, every tensor) */
     size_t need = 3 * m->nparams + (size_t)np * c->pstride + (size_t)n * m->H * (2 + (size_t)m->L) + (size_t)tc * ctx_step_bytes(n, m->H, m->V) +
                   (size_t)(m->H * 5 + m->V) * (size_t)(cfg->pop / 2 * cfg->rank * 2 + 32) + 4 * m->nparams +
-                  (cfg->update == EGG_UPD_ALLREDUCE ? 4 * m->nparams : 0) +
+                  (cfg->update != EGG_UPD_REPLICATED ? 4 * m->nparams : 0) +
                   sizeof(uint64_t) * (size_t)m->ntensors * (size_t)cfg->pop + ((size_t)64 << 20);
     if (need > fr) {
         delete c;
@@ -4276,10 +4281,6 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         }
         CK(cudaMalloc(&c->Z, sizeof(int32_t) * zmax));
         CK(cudaMemset(c->Z, 0, sizeof(int32_t) * zmax));
-        if (cfg->update == EGG_UPD_ALLREDUCE) { /* every parameter's votes, zero between steps (the apply kernels clear them) */
-            CK(cudaMalloc(&c->Zall, sizeof(int32_t) * (m->nparams ? m->nparams : 1)));
-            CK(cudaMemset(c->Zall, 0, sizeof(int32_t) * (m->nparams ? m->nparams : 1)));
-        }
     }
     /* the host model's parameters page-locked: the update copies them back every step (4.9 MB at EGG-256x6) */
     if (m->nparams > 0 && cudaHostRegister((void *)m->params, m->nparams, cudaHostRegisterDefault) == cudaSuccess) c->pinned_params = m->params;
@@ -4379,7 +4380,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                     CK(cudaMalloc(&c->gzoff, sizeof(long long) * (size_t)nt));
                     CK(cudaMemcpy(c->gtab, tab.data(), sizeof(int4) * (size_t)nt, cudaMemcpyHostToDevice));
                     CK(cudaMemcpy(c->gzoff, c->gZ.data(), sizeof(long long) * (size_t)nt, cudaMemcpyHostToDevice));
-                    if (cfg->update == EGG_UPD_ALLREDUCE) { /* the votes at the parameters' offsets (Zall) */
+                    if (cfg->update != EGG_UPD_REPLICATED) { /* the votes at the parameters' offsets (Zall) */
                         std::vector<long long> po((size_t)nt);
                         for (int id = 0; id < nt; id++) po[(size_t)id] = (long long)m->t[id].off;
                         CK(cudaMalloc(&c->gzoffp, sizeof(long long) * (size_t)nt));
