@@ -123,6 +123,8 @@ static double gpu_mma_peak_tops(const egg_backend *be) {
 static int select_backend(run *R, egg_err *err) {
     egg_config *c = &R->c;
     int p0 = R->p0, p1 = R->p1;
+    /* --update auto on one process: nothing to sum, so the backend need not plan memory for every parameter's votes */
+    if (c->update == EGG_UPD_AUTO && R->d.world == 1) c->update = EGG_UPD_REPLICATED;
 #ifdef EGG_HAVE_CUDA
     int ndev = egg_cuda_device_count();
     if (c->backend == EGG_BK_CUDA && ndev <= 0)

@@ -3766,8 +3766,9 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     const bool ar = vs != NULL;
     if (ar && !c->Zall) { /* every parameter's votes, zero between steps (the apply kernels clear them); allocated at the first
                            * all-reduced step, since --update auto decides only once the ranks' transport is known */
-        CK(cudaMalloc(&c->Zall, sizeof(int32_t) * (m->nparams ? m->nparams : 1)));
-        CK(cudaMemsetAsync(c->Zall, 0, sizeof(int32_t) * (m->nparams ? m->nparams : 1), c->st));
+        const size_t zb = sizeof(int32_t) * (m->nparams ? m->nparams : 1);
+        CK(cudaMalloc(&c->Zall, zb));
+        CK(cudaMemsetAsync(c->Zall, 0, zb, c->st));
     }
     if (ar && c->ugroup && !c->gzoffp) return egg_fail(err, EGG_ERUNTIME, "GPU %d: --update allreduce: the backend was created without its vote offsets", c->dev);
     const int P = c->pop / 2, r = c->r;
