@@ -633,16 +633,6 @@ __device__ __forceinline__ void wg_mma_s8r(int (&d)[128], unsigned a0, unsigned 
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(acc));
 }
-/* m64n64k32 with A from registers (rrow_kernel: the recurrence's state h and gate g as wgmma's k32 fragment) */
-__device__ __forceinline__ void wg_mma_s8r(int (&d)[32], unsigned a0, unsigned a1, unsigned a2, unsigned a3, uint64_t db, int acc = 1) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p;\n"
-                 "}\n"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(acc));
-}
 /* m64n32k32 (the persistent GEMM's x . B of 64 rows against 32 pairs' B rows) */
 __device__ __forceinline__ void wg_mma_s8(int (&d)[16], uint64_t da, uint64_t db, int acc = 1) {
     asm volatile("{\n"
@@ -2492,255 +2482,6 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
     (void)a; /* not launched: the host checks wgmma_probe first */
 #endif
 }
-/* The chunk recurrence at H = 256 with whole rows per warpgroup (rrow_kernel, EGG_CUDA_RROW): two warpgroups per
- * CTA, one CTA per SM, each warpgroup walking its own row blocks of 64 members with no CTA barrier, so one's MMAs
- * run under the other's passes (rreg_kernel's four warpgroups split the columns of one row block and meet at two
- * barriers a timestep, the tensor cores idle under every pass). A thread keeps its two rows' state h, gate g and
- * f + 127 in registers, 16 adjacent columns 64 q + 16 tig .. + 15 of each quarter q: Uf and Uh sit in shared memory
- * with their rows permuted (wperm_row, so that quarter q's accumulators are those columns) and their K permuted
- * (rrow_kperm), so that the same bytes are the thread's wgmma A fragment of k-steps 2 q, 2 q + 1. A phase is four
- * quarters of m64n64k32 MMAs with A from registers, each followed by its epilogue; x . B and EGG-LN2's row sums
- * reduce over a row's four lanes by shuffles. Same integer operations as rreg_kernel. */
-#define RW_WG 2          /* warpgroups (row blocks in flight) per CTA */
-#define RW_AP (256 + 16) /* the pairs' A rows' pitch (256 + 64 would read with half the bank conflicts, but the CTA's
-                          * shared memory is full) */
-/* the column (K index) that k-slot k of rrow_kernel's shared Uf, Uh holds: k-step 2 q + b, A byte 16 h + 4 tig + i
- * of a k32 fragment is column 64 q + 16 tig + 4 (2 b + h) + i */
-__host__ __device__ __forceinline__ int rrow_kperm(int k) {
-    return (k & ~63) | (((k >> 2) & 3) << 4) | (((k >> 5) & 1) << 3) | (((k >> 4) & 1) << 2) | (k & 3);
-}
-__host__ __device__ constexpr int rrow_smem_bytes() { return 2 * 256 * 256 + RW_WG * (2 * 32 * RW_AP + 2 * 8 * 128 * 16); }
-/* a 16-byte read-only load the compiler keeps in program order (an __ldg is an invariant load, which it may hoist
- * across the wgmma waits: unrolled over a phase's four quarters, their registers spilled) */
-__device__ __forceinline__ int4 ldv4(const int4 *p) {
-    int4 v;
-    asm volatile("ld.global.nc.v4.s32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-}
-template <int R, int EP>
-__global__ void __launch_bounds__(128 * RW_WG, 1) rrow_kernel(RecChunk a) {
-#ifdef MMP_WGMMA
-    constexpr int H = 256, KQ = H / 64;
-    extern __shared__ __align__(1024) unsigned char smem[];
-    int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H;
-    const int tid = threadIdx.x, wg = tid >> 7, wt = tid & 127, w4 = wt >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
-    int8_t *As = Whs + H * H + wg * (2 * 32 * RW_AP + 2 * 8 * 128 * 16); /* [2][32][RW_AP]: the pairs' A rows of Uf, Uh */
-    int4 *Rs = (int4 *)(As + 2 * 32 * RW_AP), *Ps = Rs + 8 * 128;       /* [4 q][2 hr][128]: R, f + 127, thread-private */
-    const int n = a.n, ps = a.pshift, s = a.s;
-    /* resident weights, 4 bytes at a time: row o, k-slot k of the swizzled [H/64][H][64] tile holds
-     * U[wperm_row(o)][rrow_kperm(k)] */
-    for (int i = tid; i < 2 * H * H / 4; i += 128 * RW_WG) {
-        const int mat = i / (H * H / 4), rem = i % (H * H / 4), o = rem / (H / 4), k = (rem % (H / 4)) * 4;
-        const unsigned dst = (unsigned)__cvta_generic_to_shared((mat ? Whs : Wfs) + (k >> 6) * H * 64 + wg_off(o, (k >> 4) & 3) + (k & 15));
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"((mat ? a.Uh : a.Uf) + (size_t)wperm_row(o) * H + rrow_kperm(k)));
-    }
-    cp_commit();
-    cp_wait<0>();
-    fence_proxy_async(); /* the weights, read next by the tensor cores */
-    __syncthreads();
-    unsigned wfa, wha;
-    asm volatile("mov.u32 %0, %1;" : "=r"(wfa) : "r"((unsigned)__cvta_generic_to_shared(Wfs)));
-    asm volatile("mov.u32 %0, %1;" : "=r"(wha) : "r"((unsigned)__cvta_generic_to_shared(Whs)));
-    /* an operand as wgmma's k32 fragments: Op[k][0 .. 3] of k-step k = 2 q + b are words 2 b, 2 b + 1 (columns
-     * 64 q + 16 tig + 8 b .. + 7) of rows gid, gid + 8: word w of row hr in quarter q is Op[2 q + w / 2][2 (w % 2) + hr] */
-    auto fw = [](unsigned (&Op)[2 * KQ][4], int q, int hr, int w) -> unsigned & { return Op[2 * q + (w >> 1)][2 * (w & 1) + hr]; };
-    auto f4 = [&](unsigned (&Op)[2 * KQ][4], int q, int hr) {
-        return make_int4((int)fw(Op, q, hr, 0), (int)fw(Op, q, hr, 1), (int)fw(Op, q, hr, 2), (int)fw(Op, q, hr, 3));
-    };
-    /* quarter q's MMA: d = Op . W[64 q .. 64 q + 63]^T */
-    auto mma = [&](int (&d)[32], const unsigned (&Op)[2 * KQ][4], unsigned wa, int q) {
-        const uint64_t dw = wg_desc(wa + q * 64 * 64);
-        wg_fence();
-#pragma unroll
-        for (int k = 0; k < 2 * KQ; k++) wg_mma_s8r(d, Op[k][0], Op[k][1], Op[k][2], Op[k][3], dw + (k >> 1) * (H * 64 / 16) + 2 * (k & 1), k > 0);
-        wg_commit();
-    };
-    /* the sum over a row's four lanes */
-    auto qsum = [](int v) {
-        v += __shfl_xor_sync(0xffffffffu, v, 1);
-        return v + __shfl_xor_sync(0xffffffffu, v, 2);
-    };
-    const bool lnf = R > 0 && a.bpl != NULL; /* EGG-LN2 here (else a separate LN) */
-    const size_t nH = (size_t)n * H;
-    const int nrb = (n + RBM - 1) / RBM;
-    for (int rb = blockIdx.x * RW_WG + wg; rb < nrb; rb += gridDim.x * RW_WG) {
-        const int m0 = rb * RBM;
-        int gc[2];
-        bool ok[2];
-#pragma unroll
-        for (int hr = 0; hr < 2; hr++) {
-            const int row = w4 * 16 + gid + hr * 8;
-            ok[hr] = m0 + row < n;
-            gc[hr] = ok[hr] ? m0 + row : 0;
-        }
-        const int sg = (gid & 1) ? -1 : 1; /* the rows' sign (rows gid, gid + 8 have the parity of gid) */
-        auto col = [&](int q) { return q * 64 + tig * 16; };
-        auto bload = [&](int hr, size_t off, int q) {
-            return ldv4((const int4 *)(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(1, H) + col(q)));
-        };
-        auto pload = [&](int hr, int ph, int q) {
-            return R > 0 ? ldv4((const int4 *)((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + col(q))) : ldv4((const int4 *)((ph ? a.bh : a.bf) + col(q)));
-        };
-        auto aload = [&](int ph, int hr, int q) {
-            return R > 0 ? *(const int4 *)(As + (ph * 32 + ((w4 * 16 + gid + hr * 8) >> 1)) * RW_AP + col(q)) : make_int4(0, 0, 0, 0);
-        };
-        named_sync(1 + wg, 128); /* the previous row block's readers of As are done */
-        if (R > 0)
-            for (int ch = wt; ch < 2 * 32 * H / 16; ch += 128) {
-                const int ph = ch / (32 * H / 16), p = (ch / (H / 16)) % 32, c = (ch % (H / 16)) * 16, gp = m0 + 2 * p;
-                cp_async16(As + (ph * 32 + p) * RW_AP + c,
-                           gp < n ? a.noise + (size_t)(gp >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c : a.noise, gp < n);
-            }
-        cp_commit();
-        const unsigned pfb = (unsigned)(min(RBM, n - m0) * H);
-        auto l2pf = [&](int t) {
-            if (t < a.tc && wt < 3) l2_prefetch_bulk((wt == 0 ? a.TF : wt == 1 ? a.TH : a.X) + (size_t)t * nH + (size_t)m0 * H, pfb);
-            if (t + 1 < a.tc && wt == 3) asm volatile("prefetch.global.L2 [%0];" ::"l"(a.rz + (size_t)(t + 1) * n + m0));
-        };
-        if (a.l2pf) l2pf(0);
-        unsigned hq[2 * KQ][4], gq[2 * KQ][4]; /* state h, gate g (fragments); f + 127 in Ps (in registers too, the kernel spilled) */
-        int tt[2];                            /* phase 0's rank-1 term: sign * (h . B) */
-        {
-            int th[2] = {0, 0};
-#pragma unroll
-            for (int q = 0; q < KQ; q++)
-#pragma unroll
-                for (int hr = 0; hr < 2; hr++) {
-                    const int4 v = ok[hr] ? ldv4((const int4 *)(a.Hs + (size_t)gc[hr] * H + col(q))) : make_int4(0, 0, 0, 0);
-#pragma unroll
-                    for (int w = 0; w < 4; w++) fw(hq, q, hr, w) = (unsigned)(&v.x)[w];
-                    if (R > 0) th[hr] += dot16(v, bload(hr, a.off_uf, q));
-                }
-#pragma unroll
-            for (int hr = 0; hr < 2; hr++) tt[hr] = R > 0 ? sg * qsum(th[hr]) : 0;
-        }
-        cp_wait<0>();
-        named_sync(1 + wg, 128); /* As */
-        int sa[2] = {0, 0}; /* the previous timestep's sum |R| of the rows (EGG-LN2) */
-        /* XN = EGG-LN(R) of timestep t's rows (R in Rs) */
-        auto ln_out = [&](int t) {
-            const size_t tb = (size_t)t * nH;
-#pragma unroll
-            for (int hr = 0; hr < 2; hr++) {
-                const lnq dv = LNQ(egg_ln_div(sa[hr], H));
-#pragma unroll
-                for (int q = 0; q < KQ; q++) {
-                    const size_t gi = (size_t)gc[hr] * H + col(q);
-                    const int4 wl = ldv4((const int4 *)(a.bpl + gi)), rv = Rs[(q * 2 + hr) * 128 + wt];
-                    int4 xo;
-#pragma unroll
-                    for (int w = 0; w < 4; w++) {
-                        const unsigned rw = (unsigned)(&rv.x)[w], ww = (unsigned)(&wl.x)[w];
-                        (&xo.x)[w] = (int)pack4i(ln_apply(sx8<0>(rw), sx8<0>(ww), dv), ln_apply(sx8<1>(rw), sx8<1>(ww), dv),
-                                                 ln_apply(sx8<2>(rw), sx8<2>(ww), dv), ln_apply(sx8<3>(rw), sx8<3>(ww), dv));
-                    }
-                    if (ok[hr]) *(int4 *)(a.XN + tb + gi) = xo;
-                }
-            }
-        };
-        int d[32];
-        for (int t = 0; t < a.tc; t++) {
-            const size_t tb = (size_t)t * nH;
-            /* ---- phase 0: f = clip(Uf.h + Wf.x + bf), g = gate(f, h), per quarter */
-            int tg[2] = {0, 0};
-#pragma unroll
-            for (int q = 0; q < KQ; q++) {
-                mma(d, hq, wfa, q);
-                if (q == 0 && a.l2pf) l2pf(t + 1);
-                if (q == 0 && lnf && t > 0) ln_out(t - 1); /* the previous timestep's EGG-LN2 under the first MMA */
-                int4 ef[2], pf[2], bn[2], Av[2];
-#pragma unroll
-                for (int hr = 0; hr < 2; hr++) {
-                    ef[hr] = ldv4((const int4 *)(a.TF + tb + (size_t)gc[hr] * H + col(q)));
-                    pf[hr] = pload(hr, 0, q);
-                }
-                wg_wait<0>();
-#pragma unroll
-                for (int hr = 0; hr < 2; hr++) Av[hr] = aload(0, hr, q);
-#pragma unroll
-                for (int hr = 0; hr < 2; hr++) {
-#pragma unroll
-                    int4 pv;
-#pragma unroll
-                    for (int w = 0; w < 4; w++) {
-                        unsigned yl, yu, p;
-                        epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1],
-                                        (unsigned)(&Av[hr].x)[w], tt[hr], s, ps, yl, yu);
-                        fw(gq, q, hr, w) = rec_gate4(yl, yu, (unsigned)(&ef[hr].x)[w], (unsigned)(&pf[hr].x)[w], fw(hq, q, hr, w), p);
-                        (&pv.x)[w] = (int)p;
-                    }
-                    Ps[(q * 2 + hr) * 128 + wt] = pv;
-                    if (R > 0) tg[hr] += dot16(f4(gq, q, hr), bload(hr, a.off_uh, q));
-                }
-            }
-#pragma unroll
-            for (int hr = 0; hr < 2; hr++) tt[hr] = R > 0 ? sg * qsum(tg[hr]) : 0;
-            /* ---- phase 1: c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h), R = clip(h' + x), per quarter */
-            const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
-            int rz[2], th[2] = {0, 0};
-            sa[0] = sa[1] = 0;
-#pragma unroll
-            for (int q = 0; q < KQ; q++) {
-                mma(d, gq, wha, q);
-                int4 eh[2], xv[2], ph[2], bn[2], Av[2];
-#pragma unroll
-                for (int hr = 0; hr < 2; hr++) {
-                    const size_t gi = tb + (size_t)gc[hr] * H + col(q);
-                    eh[hr] = ldv4((const int4 *)(a.TH + gi));
-                    xv[hr] = ldv4((const int4 *)(a.X + gi));
-                    ph[hr] = pload(hr, 1, q);
-                    if (q == 0) rz[hr] = rzn[gc[hr]];
-                }
-                wg_wait<0>();
-#pragma unroll
-                for (int hr = 0; hr < 2; hr++) Av[hr] = aload(1, hr, q);
-#pragma unroll
-                for (int hr = 0; hr < 2; hr++) {
-                    int4 ro;
-                    const int4 pv = Ps[(q * 2 + hr) * 128 + wt];
-#pragma unroll
-                    for (int w = 0; w < 4; w++) {
-                        unsigned yl, yu, hl, hu, r;
-                        epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1],
-                                        (unsigned)(&Av[hr].x)[w], tt[hr], s, ps, yl, yu);
-                        rec_mix4(yl, yu, (unsigned)(&eh[hr].x)[w], (unsigned)(&ph[hr].x)[w], (unsigned)(&pv.x)[w],
-                                 fw(hq, q, hr, w), (unsigned)(&xv[hr].x)[w], hl, hu, r);
-                        fw(hq, q, hr, w) = pack4(hl, hu); /* before the reset (below) */
-                        (&ro.x)[w] = (int)r;
-                        if (lnf) {
-                            w4u u;
-                            u.w = (int)r;
-                            sa[hr] += abs_sum4(u);
-                        }
-                    }
-                    if (ok[hr]) *(int4 *)(a.R + tb + (size_t)gc[hr] * H + col(q)) = ro;
-                    if (lnf) Rs[(q * 2 + hr) * 128 + wt] = ro;
-                    if (R > 0) th[hr] += dot16(f4(hq, q, hr), bload(hr, a.off_uf, q));
-                }
-            }
-#pragma unroll
-            for (int hr = 0; hr < 2; hr++) {
-                if (lnf) sa[hr] = qsum(sa[hr]);
-                const int tn = R > 0 ? qsum(th[hr]) : 0; /* all lanes shuffle: rz differs between the warp's rows */
-                tt[hr] = rz[hr] ? 0 : sg * tn;
-                if (rz[hr]) /* the state is reset where the next token is 0 */
-#pragma unroll
-                    for (int q = 0; q < KQ; q++)
-#pragma unroll
-                        for (int w = 0; w < 4; w++) fw(hq, q, hr, w) = 0;
-            }
-        }
-        if (lnf && a.tc > 0) ln_out(a.tc - 1); /* the chunk's last EGG-LN2 */
-#pragma unroll
-        for (int q = 0; q < KQ; q++) /* the state after the chunk */
-#pragma unroll
-            for (int hr = 0; hr < 2; hr++)
-                if (ok[hr]) *(int4 *)(a.Hs + (size_t)gc[hr] * H + col(q)) = f4(hq, q, hr);
-    }
-#else
-    (void)a; /* not launched: the host checks wgmma_probe first */
-#endif
-}
 /* 1 where this binary has the sm_90a (wgmma) kernels for the running GPU */
 __global__ void wgmma_probe(int *out) {
 #ifdef MMP_WGMMA
@@ -3387,7 +3128,6 @@ struct CudaImpl {
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
     int rreg;                 /* the chunk recurrence in rreg_kernel (EGG_CUDA_RREG=0: rchunk_kernel) */
     int rreg_ctas[2];         /* its CTAs per launch at H = 128, 256 */
-    int rrow;                 /* at H = 256 the chunk recurrence in rrow_kernel, whole rows per warpgroup (EGG_CUDA_RROW=0: rreg_kernel) */
     int l2pf;                 /* rreg_kernel prefetches the next timestep's inputs into L2 (EGG_CUDA_L2PF=0: not) */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
@@ -3814,12 +3554,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 const int ep = rc2.s == 8 ? (c->pshift == 8 ? 2 : c->pshift > 8 ? 1 : 0) : 0;
                 if (c->rreg && (!nz || (rc2.bpf && (H == 256 || (rc2.bpl && ep != 1))))) {
                     const int nr = nrb < c->rreg_ctas[H == 256] ? nrb : c->rreg_ctas[H == 256];
-                    const int nw = c->rrow ? (nrb + RW_WG - 1) / RW_WG : 0, nrw = nw < c->nsm ? nw : c->nsm;
-                    if (H == 256 && c->rrow && nz && ep == 2) rrow_kernel<1, 2><<<nrw, 128 * RW_WG, rrow_smem_bytes(), c->st>>>(rc2);
-                    else if (H == 256 && c->rrow && nz && ep == 1) rrow_kernel<1, 1><<<nrw, 128 * RW_WG, rrow_smem_bytes(), c->st>>>(rc2);
-                    else if (H == 256 && c->rrow && nz) rrow_kernel<1, 0><<<nrw, 128 * RW_WG, rrow_smem_bytes(), c->st>>>(rc2);
-                    else if (H == 256 && c->rrow) rrow_kernel<0, 0><<<nrw, 128 * RW_WG, rrow_smem_bytes(), c->st>>>(rc2);
-                    else if (H == 256 && nz && ep == 2) rreg_kernel<256, 1, 2><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+                    if (H == 256 && nz && ep == 2) rreg_kernel<256, 1, 2><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
                     else if (H == 256 && nz && ep == 1) rreg_kernel<256, 1, 1><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
                     else if (H == 256 && nz) rreg_kernel<256, 1, 0><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
                     else if (H == 256) rreg_kernel<256, 0, 0><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
@@ -4712,13 +4447,6 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r1, rreg_kernel<128, 1, 2>, rchunk_threads<128>(), rreg_smem_bytes<128>()));
                     c->rreg_ctas[0] = (r1 > 0 ? r1 : 1) * c->nsm;
                     c->rreg_ctas[1] = c->nsm;
-                    const char *ew = getenv("EGG_CUDA_RROW");
-                    c->rrow = !(ew && atoi(ew) == 0) && (size_t)rrow_smem_bytes() <= prop.sharedMemPerBlockOptin;
-                    if (c->rrow) {
-#define RROW_ATTR(R, EP) CK(cudaFuncSetAttribute(rrow_kernel<R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, rrow_smem_bytes()));
-                        RROW_ATTR(0, 0) RROW_ATTR(1, 0) RROW_ATTR(1, 1) RROW_ATTR(1, 2)
-#undef RROW_ATTR
-                    }
                 }
             }
         }
