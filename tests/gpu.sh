@@ -55,6 +55,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # (N = 256) takes 128 x 256 tiles (mmd_kernel; EGG_CUDA_WIDE=0: mmw_kernel). At hidden 128, Wf.x and Wh.x run in one
 # mmx_kernel launch that reads x once (EGG_CUDA_DUAL=0: a launch each). On sm_90a the update's vote GEMMs of all
 # matrices run as one launch over a work list (EGG_CUDA_UGROUP=0: a launch per matrix).
+# The train forward runs as member parts on their own streams (EGG_CUDA_PARTS=k; by default 2 parts from 16384
+# members per GPU); the "parts" configs force it at small populations.
 # (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136
 # blocks on 132 SMs), EGG_CUDA_RCHUNK=0 and every other shape use two GEMMs per timestep;
 # EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow
@@ -110,6 +112,9 @@ configs=(
   "h128-r1-sigma5-mlp-two-gemms|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6 --sigma-shift 5|EGG_CUDA_FMLP=0"
   "h256-r1-sigma0-mlp-fused-3ctas|--hidden 256 --layers 2 --rank 1 --pop 384 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"
   "h256-r1-update-allreduce|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 6 --update allreduce"
+  "h256-r1-parts-2|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 7|EGG_CUDA_PARTS=2 EGG_CUDA_TCHUNK=3"
+  "h128-r1-parts-4|--hidden 128 --layers 2 --rank 1 --pop 512 --seq 6|EGG_CUDA_PARTS=4"
+  "h96-r2-parts-2|--hidden 96 --layers 2 --rank 2 --pop 260 --seq 6|EGG_CUDA_PARTS=2"
   "h96-r2-norm-update-allreduce-per-matrix|--hidden 96 --layers 2 --rank 2 --pop 130 --seq 6 --fitness norm --update allreduce|EGG_CUDA_UGROUP=0"
 )
 for gb in $gpus; do

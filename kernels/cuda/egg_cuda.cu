@@ -2742,7 +2742,7 @@ __global__ void ln16_kernel(int rows, int nm, const int8_t *X, const int8_t *w, 
  * here; later ones are reset by the GRU epilogue of the timestep before. */
 __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0,
                              int group, int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
-                             const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz, int8_t *Hs) {
+                             const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz, int8_t *Hs, int hsn) {
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= rows) return;
     const int m = row % n, dt = row / n;
@@ -2751,7 +2751,7 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
     if (lane == 0) rz[row] = tok == 0;
     if (tok == 0 && dt == 0)
         for (int l = 0; l < L; l++)
-            for (int i = lane; i < H; i += 32) Hs[((size_t)l * n + m) * H + i] = 0;
+            for (int i = lane; i < H; i += 32) Hs[((size_t)l * hsn + m) * H + i] = 0;
     const int8_t *e = E + (size_t)tok * H;
     int8_t *x = X + (size_t)row * H;
     if (!noise) {
@@ -2776,7 +2776,7 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
 template <int K4, int LPR>
 __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0, int group,
                                  int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
-                                 const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz, int8_t *Hs) {
+                                 const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz, int8_t *Hs, int hsn) {
     constexpr int H = 4 * K4 * LPR;
     const int lane = threadIdx.x & 31, sub = lane % LPR;
     const int row = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) + lane / LPR;
@@ -2787,7 +2787,7 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
     if (sub == 0) rz[row] = tok == 0;
     if (tok == 0 && dt == 0)
         for (int l = 0; l < L; l++)
-            for (int i = sub * 4; i < H; i += 4 * LPR) *(int *)(Hs + ((size_t)l * n + m) * H + i) = 0;
+            for (int i = sub * 4; i < H; i += 4 * LPR) *(int *)(Hs + ((size_t)l * hsn + m) * H + i) = 0;
     w4u e[K4];
     ld_words<K4>(e, E + (size_t)tok * H + off);
     int8_t *x = X + (size_t)row * H + off;
@@ -3075,6 +3075,10 @@ struct Ctx {
     int32_t *scores, *tokens;
     uint8_t *reset;
     int tok_cap;
+    /* a part of the train Ctx (cuda_eval runs the parts' forwards on their own streams): its first member in the
+     * whole, the members per layer of the state Hs (the whole's; 0: n), its offset in the members' perturbed vectors */
+    int mb, hsn;
+    size_t lnp_at;
 };
 /* bytes of one timestep of a chunk for n members */
 static size_t ctx_step_bytes(int n, int H, int V) { return (size_t)n * (9 * (size_t)H + (size_t)V + 1); }
@@ -3091,6 +3095,7 @@ static int ctx_chunk(int n, int H, int V, int T, size_t budget) {
     return (int)((T + nch - 1) / nch);
 }
 
+#define EGG_PARTS_MAX 8 /* the train forward's member parts at most (EGG_CUDA_PARTS) */
 struct CudaImpl {
     const egg_model *m;
     int V, H, L, r, pshift, pop, group, m0, m1, dev;
@@ -3150,6 +3155,9 @@ struct CudaImpl {
     cudaStream_t st;
     cudaStream_t cs;          /* the step's token upload, beside the prefetched noise kernels on st */
     cudaEvent_t up;           /* that upload done: st waits for it */
+    int parts_env;            /* EGG_CUDA_PARTS (-1: unset) */
+    cudaStream_t ps[EGG_PARTS_MAX];  /* the train forward's parts, one stream each (eval_parts) */
+    cudaEvent_t pev[EGG_PARTS_MAX + 1];
     int nvec, vtot, vyb;      /* the vector tensors, their total length, their blocks of 128 */
     NoiseTab *ntab;           /* noise_kernel's table: every tensor's shape and blob offset */
     longlong2 *lnpo;          /* lnpert_kernel's table: each perturbed vector's parameter and noise offsets */
@@ -3170,6 +3178,8 @@ struct CudaImpl {
 enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_LN2, P_UP, P_DOWN, P_MLP, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
 static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "recurrence", "ln2", "mm up", "mm down+res", "mlp (fused)", "mm head",
                                  "loss", "noise", "upd operands", "upd gemm", "upd vectors"};
+/* the noise blob's rows of x's pairs (a part's first pair is mb / 2 of the rank's) */
+static const int8_t *ctx_noise(const CudaImpl *c, const Ctx *x) { return c->noise + (size_t)(x->mb / 2) * c->pstride; }
 static void prof_mark(CudaImpl *c, int cat) {
     if (!c->prof) return;
     cudaStreamSynchronize(c->st);
@@ -3400,7 +3410,7 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done,
     MMArgs a; /* down's GEMM: Y = X (the residual stream), other = R */
     memset(&a, 0, sizeof a);
     a.M = rows; a.N = H; a.K = 4 * H; a.s = egg_mm_shift((uint32_t)(4 * H)); a.pshift = c->pshift; a.r = r;
-    a.noise = r ? c->noise : NULL; a.pstride = c->pstride; a.aoff = c->noff[idn]; a.wrap = wrap;
+    a.noise = r ? ctx_noise(c, x) : NULL; a.pstride = c->pstride; a.aoff = c->noff[idn]; a.wrap = wrap;
     a.other = x->R; a.Y = x->X; a.ldy = H; a.mtn = (rows + BM - 1) / BM; a.ntn = 1; a.tma = 1;
     CUtensorMap tmx, tmwu, tmnu, tmwd, tmnd;
     memset(&tmx, 0, sizeof tmx); memset(&tmwu, 0, sizeof tmwu); memset(&tmnu, 0, sizeof tmnu);
@@ -3409,8 +3419,8 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done,
               tmap_2d(c->tmap_encode, &tmwu, ml_rs(H) ? wpu_of(c, iu) : c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
               tmap_2d(c->tmap_encode, &tmwd, c->wperm + c->m->t[idn].off, (size_t)(4 * H), (size_t)H, (size_t)(4 * H), BN);
     if (ok && r)
-        ok = tmap_2d(c->tmap_encode, &tmnu, c->noise, c->pstride, (size_t)wrap, c->pstride, 64) &&
-             tmap_2d(c->tmap_encode, &tmnd, c->noise, c->pstride, (size_t)wrap, c->pstride, BM / 2, BN);
+        ok = tmap_2d(c->tmap_encode, &tmnu, a.noise, c->pstride, (size_t)wrap, c->pstride, 64) &&
+             tmap_2d(c->tmap_encode, &tmnd, a.noise, c->pstride, (size_t)wrap, c->pstride, BM / 2, BN);
     if (!ok) return 0;
     const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas, sm = mlp_smem_bytes(H);
     const size_t au = c->noff[iu];
@@ -3446,7 +3456,7 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
     a.Wp = c->wperm && c->wp_ok[id] ? c->wperm + t->off : NULL;
     a.M = rows; a.N = t->rows; a.K = t->cols; a.wrap = x->n / 2;
     a.s = egg_mm_shift((uint32_t)t->cols); a.pshift = c->pshift; a.r = noisy ? c->r : 0;
-    a.noise = noisy ? c->noise : NULL; a.pstride = c->pstride; a.aoff = c->noff[id];
+    a.noise = noisy ? ctx_noise(c, x) : NULL; a.pstride = c->pstride; a.aoff = c->noff[id];
     a.other = other;
     if (bias_id >= 0) { a.bias = tp(c, bias_id); a.voff = c->noff[bias_id]; }
     a.h = h; a.gout = gout; a.Y = Y; a.ldy = t->rows;
@@ -3455,11 +3465,11 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
 
 /* EGG-LN of `rows` rows [time][n members] with LN weight tensor `id`: a warp per
  * two rows, the wide-access kernel where H is 128, 256, 512 or 1024 */
-static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, const int8_t *nz, int8_t *Y, egg_err *err) {
+static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, const int8_t *nz, const int8_t *lnp, int8_t *Y, egg_err *err) {
     const int wpb = 8, nb = ((rows + 1) / 2 + wpb - 1) / wpb, H = c->H;
     const size_t vo = c->noff[id];
     const int8_t *w = tp(c, id);
-    const int8_t *wp = nz && c->lnp ? c->lnp + (size_t)v * n * H : NULL; /* the members' perturbed weights (lnpert_kernel) */
+    const int8_t *wp = nz && lnp ? lnp + (size_t)v * n * H : NULL; /* the members' perturbed weights (lnpert_kernel) */
     const int np = (rows + 1) / 2;
 #define LNV(K4, P) ln_vec_kernel<K4, P><<<(np + wpb * P - 1) / (wpb * P), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
 #define LN16(LPR) ln16_kernel<LPR><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
@@ -3479,22 +3489,24 @@ static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, cons
 static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, egg_err *err) {
     const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
     const int wpb = 8;
-    const int8_t *nz = noisy ? c->noise : NULL;
-    const size_t nh = (size_t)n * H;
+    const int8_t *nz = noisy ? ctx_noise(c, x) : NULL;
+    const size_t nh = (size_t)n * H, hsh = (size_t)(x->hsn ? x->hsn : n) * H; /* a layer's state in Hs */
+    int8_t *lnp = c->lnp ? c->lnp + x->lnp_at : NULL;           /* x's members' perturbed vectors */
+    uint64_t *ekp = c->ekeys ? c->ekeys + x->mb / 2 : NULL;       /* x's pairs' embedding-noise keys */
     int rc;
     CK(cudaMemsetAsync(x->scores, 0, sizeof(int32_t) * (size_t)n, c->st));
     prof_start(c);
-    const uint64_t *ek = nz && c->ekeys ? c->ekeys : NULL; /* the pairs' embedding-noise keys of the step */
+    const uint64_t *ek = nz ? ekp : NULL; /* the pairs' embedding-noise keys of the step */
     if (ek) {
-        emb_keys_kernel<<<(n / 2 + 255) / 256, 256, 0, c->st>>>(n / 2, m0, c->seedep, c->ekeys);
+        emb_keys_kernel<<<(n / 2 + 255) / 256, 256, 0, c->st>>>(n / 2, m0, c->seedep, ekp);
         CKL();
     }
-    if (nz && c->lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
+    if (nz && lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
                          * where a reader exists (the chunk recurrence at H = 256, rreg_kernel at 128) */
         const int vmax = (H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1 ? 4 * L : 2 * L;
         const int nt = n * (H / 4);
         lnpert_kernel<<<dim3((unsigned)((nt + 255) / 256), (unsigned)(vmax + 1)), 256, 0, c->st>>>(n, H, c->params, c->lnpo, nz, c->pstride,
-                                                                                                   c->pshift, c->lnp);
+                                                                                                   c->pshift, lnp);
         CKL();
         prof_mark(c, P_LN);
     }
@@ -3503,7 +3515,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
 #define EMBV(K4, LPR)                                                                                               \
     embed_vec_kernel<K4, LPR><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(                   \
         rows, n, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0, tp(c, EGG_T_EMB), nz, c->pstride,             \
-        c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz, x->Hs)
+        c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz, x->Hs, (int)(hsh / H))
         if (c->ln_vec && H == 128) EMBV(4, 8);
         else if (c->ln_vec && H == 256) EMBV(4, 16);
         else if (c->ln_vec && H == 512) EMBV(4, 32);
@@ -3511,13 +3523,13 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         else
         embed_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,
                                                   tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz,
-                                                  x->Hs);
+                                                  x->Hs, (int)(hsh / H));
         CKL();
         prof_mark(c, P_EMB);
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
-            int8_t *Hl = x->Hs + (size_t)l * nh;
-            if ((rc = ln(c, rows, n, x->X, id0 + EGG_L_LN1, 2 * l, nz, x->XN, err))) return rc;
+            int8_t *Hl = x->Hs + (size_t)l * hsh;
+            if ((rc = ln(c, rows, n, x->X, id0 + EGG_L_LN1, 2 * l, nz, lnp, x->XN, err))) return rc;
             prof_mark(c, P_LN);
             /* the input projections of the whole chunk at once */
             { /* Wf.x and Wh.x: one launch reading the chunk's x once where mmx_kernel takes them (EGG_CUDA_DUAL=0: two) */
@@ -3543,10 +3555,10 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0; rc2.l2pf = c->l2pf;
                 rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
                 rc2.ln = tp(c, id0 + EGG_L_LN2); rc2.off_ln = c->noff[id0 + EGG_L_LN2]; rc2.XN = x->XN;
-                if (nz && c->lnp) {
-                    rc2.bpf = c->lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
+                if (nz && lnp) {
+                    rc2.bpf = lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
                     rc2.bph = rc2.bpf + (size_t)n * H;
-                    if (H == 128 || c->ln2_fuse) rc2.bpl = c->lnp + (size_t)(2 * l + 1) * n * H;
+                    if (H == 128 || c->ln2_fuse) rc2.bpl = lnp + (size_t)(2 * l + 1) * n * H;
                 }
                 const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
                 /* the pass on the fragments where the step's perturbed biases (and at H = 128 LN2 weights) are at hand;
@@ -3570,7 +3582,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
 #else
             const bool chunked = false;
 #endif
-            const bool ln2_fused = chunked && (H == 128 || (H == 256 && nz && c->lnp && c->ln2_fuse));
+            const bool ln2_fused = chunked && (H == 128 || (H == 256 && nz && lnp && c->ln2_fuse));
             for (int dt = 0; dt < tc && !chunked; dt++) {
                 const size_t o = (size_t)dt * nh;
                 if ((rc = mm(c, x, n, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->TF + o, id0 + EGG_L_BF, Hl, x->G, NULL,
@@ -3584,7 +3596,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     return rc;
             }
             prof_mark(c, P_MM_H);
-            if (!ln2_fused && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, x->XN, err))) return rc;
+            if (!ln2_fused && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, err))) return rc;
             prof_mark(c, P_LN2);
             int fused = 0;
 #ifdef EGG_MMP
@@ -3598,7 +3610,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 prof_mark(c, P_DOWN);
             }
         }
-        if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), 2 * L, nz, x->XN, err))) return rc;
+        if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), 2 * L, nz, lnp, x->XN, err))) return rc;
         prof_mark(c, P_LN);
         if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
         prof_mark(c, P_HEAD);
@@ -3657,6 +3669,56 @@ static int cuda_prefetch(egg_backend *be, uint64_t seed, uint32_t epoch, egg_err
     return gen_noise(c, seed, epoch, err);
 }
 
+/* The train forward in parts: members are independent, so K parts of n / K members (whole pairs) run their forwards
+ * on K streams, each part's kernels filling the SMs that the other parts' persistent kernels leave (their last
+ * waves, the DRAM-bound EGG-LN beside the ALU-bound recurrence). A part is a view of the whole Ctx: its slices of
+ * the activations, scores and perturbed vectors, and the whole's state layout (hsn); its noise rows and keys start
+ * at its first pair. EGG_CUDA_PARTS=k (1: one forward, at most EGG_PARTS_MAX); by default parts of at least 8192
+ * members, at most 4: on H100s, EGG-256x6 at 32768 members ran 56.0-56.9 M pop-tok/s in one forward, 57.9-59.1 M in
+ * 2 parts, 58.2-59.7 M in 4, 59.1-59.3 M in 8; EGG-128x4 at 65536 members 183-187 M, 187 M in 2, 193-196 M in 4,
+ * 188-189 M in 8 (docs/BENCHMARKS.md). Staggering the parts' starts by a kernel or a layer measured slower. */
+static int eval_parts(const CudaImpl *c, int n) {
+    int k = c->parts_env >= 0 ? c->parts_env : n / 8192 < 4 ? n / 8192 : 4;
+    k = k < 1 ? 1 : k > EGG_PARTS_MAX ? EGG_PARTS_MAX : k;
+    while (k > 1 && n % (2 * k) != 0) k--;
+    return k;
+}
+static Ctx ctx_part(const Ctx *x, int K, int h, int H, int L, int V) {
+    Ctx p = *x;
+    const int np = x->n / K;
+    const size_t a = (size_t)h * np, tc = (size_t)x->tc;
+    p.n = np; p.mb = x->mb + (int)a; p.hsn = x->hsn ? x->hsn : x->n;
+    p.X = x->X + a * tc * H; p.XN = x->XN + a * tc * H; p.TF = x->TF + a * tc * H; p.TH = x->TH + a * tc * H; p.R = x->R + a * tc * H;
+    p.U = x->U + 4 * a * tc * H; p.logits = x->logits + a * tc * V;
+    p.rz = x->rz + a * (tc + 1); p.rz0 = p.rz + (size_t)np * tc;
+    p.F = x->F + a * H; p.G = x->G + a * H; p.Hs = x->Hs + a * H; p.scores = x->scores + a;
+    p.lnp_at = x->lnp_at + (size_t)(4 * L + 1) * a * H;
+    return p;
+}
+static int forward_parts(CudaImpl *c, Ctx *x, const egg_step_ctx *ctx, egg_err *err) {
+    const int K = eval_parts(c, x->n);
+    if (K == 1) return forward(c, x, 1, ctx->seq, ctx->group, ctx->g0, ctx->m0, err);
+    const cudaStream_t st0 = c->st;
+    const bool fork = !c->prof; /* EGG_PROFILE: the parts one after another on st (per-kernel times) */
+    if (fork) CK(cudaEventRecord(c->pev[K], st0));
+    int rc = 0;
+    for (int h = 0; h < K && !rc; h++) {
+        Ctx p = ctx_part(x, K, h, c->H, c->L, c->V);
+        cudaError_t ce = cudaSuccess;
+        if (fork) {
+            ce = cudaStreamWaitEvent(c->ps[h], c->pev[K], 0);
+            c->st = c->ps[h];
+        }
+        if (ce == cudaSuccess) ce = cudaMemsetAsync(p.rz0, 0, (size_t)p.n, c->st); /* no reset after the part's chunk */
+        if (ce == cudaSuccess) rc = forward(c, &p, 1, ctx->seq, ctx->group, ctx->g0, ctx->m0 + p.mb, err);
+        if (fork && ce == cudaSuccess) ce = cudaEventRecord(c->pev[h], c->ps[h]);
+        c->st = st0;
+        CK(ce);
+    }
+    for (int h = 0; h < K && fork && !rc; h++) CK(cudaStreamWaitEvent(st0, c->pev[h], 0));
+    return rc;
+}
+
 static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, egg_err *err) {
     CudaImpl *c = (CudaImpl *)be->impl;
     CK(cudaSetDevice(c->dev));
@@ -3672,14 +3734,14 @@ static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, 
     const uint64_t se[2] = {ctx->seed, ctx->epoch};
     CK(cudaMemcpyAsync(c->seedep, se, sizeof se, cudaMemcpyHostToDevice, c->st));
     if (c->prof) {
-        if ((rc = forward(c, x, 1, ctx->seq, ctx->group, ctx->g0, ctx->m0, err))) return rc;
+        if ((rc = forward_parts(c, x, ctx, err))) return rc;
     } else {
         /* The forward is ~60 launches per timestep: capture it once as a CUDA
          * graph (every pointer and shape is fixed for the run; the step's seed,
          * epoch and tokens are read from device memory) and replay it. */
         if (!c->have_graph) {
             CK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal));
-            rc = forward(c, x, 1, ctx->seq, ctx->group, ctx->g0, ctx->m0, err);
+            rc = forward_parts(c, x, ctx, err);
             cudaGraph_t g;
             cudaError_t ce = cudaStreamEndCapture(c->st, &g);
             if (rc) return rc;
@@ -4094,6 +4156,10 @@ static void cuda_destroy(egg_backend *be) {
     cudaFree(c->vtab); cudaFree(c->voff); cudaFree(c->ntab); cudaFree(c->lnpo);
     if (c->pinned_params) cudaHostUnregister(c->pinned_params);
     if (c->up) cudaEventDestroy(c->up);
+    for (int i = 0; i < EGG_PARTS_MAX; i++)
+        if (c->ps[i]) cudaStreamDestroy(c->ps[i]);
+    for (int i = 0; i <= EGG_PARTS_MAX; i++)
+        if (c->pev[i]) cudaEventDestroy(c->pev[i]);
     delete c;
     be->impl = NULL;
 }
@@ -4219,6 +4285,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&c->cs, cudaStreamNonBlocking));
     CK(cudaEventCreate(&c->up));
+    for (int i = 0; i < EGG_PARTS_MAX; i++) CK(cudaStreamCreateWithFlags(&c->ps[i], cudaStreamNonBlocking));
+    for (int i = 0; i <= EGG_PARTS_MAX; i++) CK(cudaEventCreate(&c->pev[i]));
+    c->parts_env = getenv("EGG_CUDA_PARTS") ? atoi(getenv("EGG_CUDA_PARTS")) : -1;
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
