@@ -115,6 +115,7 @@ configs=(
   "h256-r1-parts-2|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 7|EGG_CUDA_PARTS=2 EGG_CUDA_TCHUNK=3"
   "h128-r1-parts-4|--hidden 128 --layers 2 --rank 1 --pop 512 --seq 6|EGG_CUDA_PARTS=4"
   "h96-r2-parts-2|--hidden 96 --layers 2 --rank 2 --pop 260 --seq 6|EGG_CUDA_PARTS=2"
+  "h128-r1-parts-2-noise-reuse|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6 --noise-reuse 2|EGG_CUDA_PARTS=2"
   "h96-r2-norm-update-allreduce-per-matrix|--hidden 96 --layers 2 --rank 2 --pop 130 --seq 6 --fitness norm --update allreduce|EGG_CUDA_UGROUP=0"
 )
 for gb in $gpus; do
