@@ -32,6 +32,8 @@ for n in 1 2 $NG; do
   $MR -np $n ./egg_mgpu $A --update replicated >"$OUT/inv_rep_$n.log" 2>&1
   echo "invariance np=$n checksum=$(sum "$OUT/inv_rep_$n.log") $(upd "$OUT/inv_rep_$n.log")"
 done
+EGG_CUDA_PARTS=4 $MR -x EGG_CUDA_PARTS -np $NG ./egg_mgpu $A >"$OUT/inv_parts_$NG.log" 2>&1
+echo "invariance np=$NG, the forward in 4 parts: checksum=$(sum "$OUT/inv_parts_$NG.log") $(upd "$OUT/inv_parts_$NG.log")"
 $MR -np 2 ./egg_mgpu $A --exchange mpi >"$OUT/inv_2mpi.log" 2>&1
 echo "invariance np=2 --exchange mpi checksum=$(sum "$OUT/inv_2mpi.log") $(upd "$OUT/inv_2mpi.log")"
 $MR -np 2 ./egg_mgpu $A --exchange mpi --update allreduce >"$OUT/inv_ar_2mpi.log" 2>&1
