@@ -3678,7 +3678,11 @@ static int cuda_prefetch(egg_backend *be, uint64_t seed, uint32_t epoch, egg_err
  * 2 parts, 58.2-59.7 M in 4, 59.1-59.3 M in 8; EGG-128x4 at 65536 members 183-187 M, 187 M in 2, 193-196 M in 4,
  * 188-189 M in 8 (docs/BENCHMARKS.md). Staggering the parts' starts by a kernel or a layer measured slower. */
 static int eval_parts(const CudaImpl *c, int n) {
+#if defined(__HIPCC__) /* not measured on AMD GPUs: one forward unless EGG_CUDA_PARTS asks */
+    int k = c->parts_env >= 0 ? c->parts_env : 1;
+#else
     int k = c->parts_env >= 0 ? c->parts_env : n / 8192 < 4 ? n / 8192 : 4;
+#endif
     k = k < 1 ? 1 : k > EGG_PARTS_MAX ? EGG_PARTS_MAX : k;
     while (k > 1 && n % (2 * k) != 0) k--;
     return k;
