@@ -3674,7 +3674,7 @@ static int cuda_prefetch(egg_backend *be, uint64_t seed, uint32_t epoch, egg_err
  * waves, the DRAM-bound EGG-LN beside the ALU-bound recurrence). A part is a view of the whole Ctx: its slices of
  * the activations, scores and perturbed vectors, and the whole's state layout (hsn); its noise rows and keys start
  * at its first pair. EGG_CUDA_PARTS=k (1: one forward, at most EGG_PARTS_MAX); by default parts of at least 8192
- * members, at most 4: on H100s, EGG-256x6 at 32768 members ran 56.0-56.9 M pop-tok/s in one forward, 57.9-59.1 M in
+ * members, at most 4: on H100s, EGG-256x6 at 32768 members ran 56.0-57.2 M pop-tok/s in one forward, 57.9-59.1 M in
  * 2 parts, 58.2-59.7 M in 4, 59.1-59.3 M in 8; EGG-128x4 at 65536 members 183-187 M, 187 M in 2, 193-196 M in 4,
  * 188-189 M in 8 (docs/BENCHMARKS.md). Staggering the parts' starts by a kernel or a layer measured slower. */
 static int eval_parts(const CudaImpl *c, int n) {
