@@ -3713,7 +3713,8 @@ static int forward_parts(CudaImpl *c, Ctx *x, const egg_step_ctx *ctx, egg_err *
             ce = cudaStreamWaitEvent(c->ps[h], c->pev[K], 0);
             c->st = c->ps[h];
         }
-        if (ce == cudaSuccess) ce = cudaMemsetAsync(p.rz0, 0, (size_t)p.n, c->st); /* no reset after the part's chunk */
+        /* p.rz0 (no reset after the part's chunk) is zero from ctx_alloc: with K > 1 the whole's layout, whose rows
+         * cover it, is never written (n and K are fixed for the train Ctx) */
         if (ce == cudaSuccess) rc = forward(c, &p, 1, ctx->seq, ctx->group, ctx->g0, ctx->m0 + p.mb, err);
         if (fork && ce == cudaSuccess) ce = cudaEventRecord(c->pev[h], c->ps[h]);
         c->st = st0;
