@@ -559,7 +559,11 @@ int main(int argc, char **argv) {
     int cur = 0, filling = 0; /* filling: a thread fills buffer cur ^ 1 with step R.step + 1's */
     pthread_t filler;
     fill_job next_job;
-    int32_t *scores = egg_xmalloc(sizeof(int32_t) * (size_t)(nloc > 0 ? nloc : 1));
+    /* scores page-locked too where the backend offers it (the copy back is then one DMA) */
+    const size_t sc_bytes = sizeof(int32_t) * (size_t)(nloc > 0 ? nloc : 1);
+    int32_t *scores = R.be.host_alloc ? R.be.host_alloc(&R.be, sc_bytes) : NULL;
+    const int sc_pinned = scores != NULL;
+    if (!scores) scores = egg_xmalloc(sc_bytes);
     int32_t *dloc = egg_xmalloc(sizeof(int32_t) * (size_t)(R.p1 - R.p0 + 1));
     int32_t *dall = egg_xmalloc(sizeof(int32_t) * (size_t)P);
     int8_t *floc = egg_xmalloc((size_t)(R.p1 - R.p0 + 1));
@@ -746,7 +750,9 @@ int main(int argc, char **argv) {
         else free(tokbuf[b]);
         free(rstbuf[b]);
     }
-    free(scores); free(dloc); free(dall); free(floc); free(fit); if (upd_ar) free(fitv); free(R.counts);
+    if (sc_pinned) R.be.host_free(&R.be, scores);
+    else free(scores);
+    free(dloc); free(dall); free(floc); free(fit); if (upd_ar) free(fitv); free(R.counts);
     if (R.have_be) R.be.destroy(&R.be);
     egg_model_free(&R.m);
     egg_tokens_close(&R.data);

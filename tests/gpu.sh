@@ -55,8 +55,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # (N = 256) takes 128 x 256 tiles (mmd_kernel; EGG_CUDA_WIDE=0: mmw_kernel). At hidden 128, Wf.x and Wh.x run in one
 # mmx_kernel launch that reads x once (EGG_CUDA_DUAL=0: a launch each). On sm_90a the update's vote GEMMs of all
 # matrices run as one launch over a work list (EGG_CUDA_UGROUP=0: a launch per matrix).
-# The train forward runs as member parts on their own streams (EGG_CUDA_PARTS=k; by default 2 parts from 16384
-# members per GPU); the "parts" configs force it at small populations.
+# The train forward runs as member parts on their own streams (EGG_CUDA_PARTS=k; by default parts of at least
+# 8192 members, at most 4); the "parts" configs force it at small populations.
 # (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136
 # blocks on 132 SMs), EGG_CUDA_RCHUNK=0 and every other shape use two GEMMs per timestep;
 # EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow
@@ -67,7 +67,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # (shift 8: the default sigma-shift 4; shift 9: sigma-shift 5). At hidden 128/256 on sm_90a (rank <= 1) a
 # layer's MLP is one kernel that keeps up's output in shared memory as down's MMA operand (EGG_CUDA_FMLP=0: up
 # and down as two GEMMs). --update allreduce votes into one array of every parameter and applies it once summed
-# (nothing to sum on one rank; two ranks sharing this GPU below sum it by MPI through the host).
+# (nothing to sum on one rank; two ranks sharing this GPU below sum it by MPI through the host). The rank-1 noise
+# kernel writes 16 values a thread where the shapes allow (EGG_CUDA_NOISEW=0: 4; a vocabulary of 301 takes 4 for
+# the head).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -117,6 +119,7 @@ configs=(
   "h96-r2-parts-2|--hidden 96 --layers 2 --rank 2 --pop 260 --seq 6|EGG_CUDA_PARTS=2"
   "h128-r1-parts-2-noise-reuse|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6 --noise-reuse 2|EGG_CUDA_PARTS=2"
   "h96-r2-norm-update-allreduce-per-matrix|--hidden 96 --layers 2 --rank 2 --pop 130 --seq 6 --fitness norm --update allreduce|EGG_CUDA_UGROUP=0"
+  "h128-r1-noise-4-values-a-thread|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6|EGG_CUDA_NOISEW=0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

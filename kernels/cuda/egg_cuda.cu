@@ -2526,6 +2526,29 @@ __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w,
     upd_count(ch, changed);
 }
 
+/* upd_apply_kernel over every matrix at once (a launch per matrix had cost ~5 us each, 38 a step at EGG-256x6):
+ * mt[v] = {its first block, its rows, its columns, bit 0: a wperm copy, bit 1: a wpermu_row copy}, ordered by first
+ * block; its votes at Z + mz[v], its parameters (and copies) at + mp[v] */
+__global__ void upd_mapply_kernel(int nmat, const int4 *mt, const long long *mz, const long long *mp, int32_t *Z, long long thr,
+                                  int8_t *params, int8_t *wperm, int8_t *wpu, unsigned long long *changed) {
+    int lo = 0, hi = nmat - 1; /* the last matrix whose first block is <= this one */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (mt[mid].x <= (int)blockIdx.x) lo = mid;
+        else hi = mid - 1;
+    }
+    const int4 t = mt[lo];
+    const uint32_t i = ((uint32_t)blockIdx.x - (uint32_t)t.x) * blockDim.x + threadIdx.x, K = (uint32_t)t.z;
+    unsigned long long ch = 0;
+    int nw;
+    if (i < (uint32_t)t.y * K && upd_step(Z + mz[lo] + i, thr, params + mp[lo] + i, nw, &ch) && (t.w & 1)) {
+        const uint32_t o = i / K, k = i - o * K;
+        wperm[mp[lo] + (size_t)wperm_dst((int)o) * K + k] = (int8_t)nw;
+        if (t.w & 2) wpu[mp[lo] + (size_t)wpermu_dst((int)o) * K + k] = (int8_t)nw;
+    }
+    upd_count(ch, changed);
+}
+
 /* --------------------------------------------------------- row kernels */
 
 
@@ -2895,20 +2918,52 @@ __global__ void loss_kernel(int n, int tc, int V, const int8_t *logits, const in
     if (lane == 0) scores[m] += sc;
 }
 
-__global__ void reset_kernel(int n, int H, int L, const uint8_t *reset, int group, int gbase, int m0, int8_t *Hs) {
-    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x, tot = (size_t)L * n * H;
-    if (i >= tot) return;
-    int m = (int)((i / H) % n);
-    if (reset[(m0 + m) / group - gbase]) Hs[i] = 0;
+/* the state rows [L][n][H] of the members whose group starts its window afresh, zeroed 16 bytes a thread (layer
+ * blockIdx.y; a byte a thread with 64-bit index math had taken 0.2 ms a step at EGG-256x6) */
+__global__ void reset_kernel(int n, int H16, const uint8_t *reset, int group, int gbase, int m0, int8_t *Hs) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (uint32_t)n * (uint32_t)H16) return;
+    const uint32_t m = i / (uint32_t)H16;
+    if (reset[(m0 + (int)m) / group - gbase]) ((int4 *)Hs)[(size_t)blockIdx.y * n * H16 + i] = make_int4(0, 0, 0, 0);
 }
 
 /* noise blob of tensor `id` for local pairs [0, np): global pair p0 + p */
-#define NOISE_PP 8 /* pairs per block of the noise kernel */
+#ifndef NOISE_PP
+#define NOISE_PP 32 /* pairs per block of the noise kernel (8: 1249-1271 us a step at EGG-256x6, 32: 1140; 64: 1132-1136) */
+#endif
 struct NoiseTab { int kind, N, K, is_emb; unsigned long long off; }; /* a tensor's shape and its offset in a pair's blob */
+/* rank 1: the block's pairs' groups of V values (4: one 32-bit store, 16: one 16-byte store) as one range, (pair q,
+ * group g) walked by the threads together (a loop per pair left most threads idle where a blob has fewer groups than
+ * the block threads); a group's hash inputs are a golden step apart */
+template <int V>
+__device__ __forceinline__ void noise_r1_groups(const uint64_t *skey, int pb, int np, uint32_t len, uint32_t rN, int kind, int is_emb, int N,
+                                                size_t off, size_t pstride, int8_t *noise) {
+    const uint32_t ng = len / V, nq = (uint32_t)min(NOISE_PP, np - pb), dq = blockDim.x / ng, dg = blockDim.x % ng;
+    uint32_t q = threadIdx.x / ng, g = threadIdx.x % ng;
+    for (; q < nq; q += dq, g += dg) {
+        if (g >= ng) g -= ng, q++;
+        if (q >= nq) break;
+        const uint32_t i = V * g;
+        int8_t *blob = noise + (size_t)(pb + q) * pstride + off;
+        const bool b = kind != EGG_T_VEC && (is_emb || i >= rN); /* B: blob at a_span(1, N) (embedding: B only) */
+        uint64_t z = skey[q] + (uint64_t)((b && is_emb ? rN + i : i) + 1) * EGG_GOLDEN;
+        const uint32_t dst = b && !is_emb ? (uint32_t)a_span(1, N) + (i - rN) : i;
+        unsigned w[V / 4];
+#pragma unroll
+        for (int k = 0; k < V / 4; k++) {
+            w[k] = 0;
+#pragma unroll
+            for (int e = 0; e < 4; e++, z += EGG_GOLDEN) w[k] |= (unsigned)(egg_noise_at(z) & 0xff) << (8 * e);
+        }
+        if constexpr (V == 16) *(uint4 *)(blob + dst) = make_uint4(w[0], w[1], w[2], w[3]);
+        else *(unsigned *)(blob + dst) = w[0];
+    }
+}
 /* every tensor's noise in one launch: blockIdx.y is the tensor (a launch per tensor had cost ~10 us of start and tail
  * each, 62 of them a step at EGG-256x6) */
 template <bool R1> /* rank 1: A[0][o] = noise(o), B[0][k] = noise(N + k), no divisions */
-__global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch, const NoiseTab *tab, int r, size_t pstride, int8_t *noise) {
+__global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch, const NoiseTab *tab, int r, size_t pstride, int8_t *noise,
+                             int wide) {
     const uint32_t id = blockIdx.y;
     const NoiseTab nt = tab[id];
     const int kind = nt.kind, N = nt.N, K = nt.K, is_emb = nt.is_emb;
@@ -2919,27 +2974,14 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
      * blocks of one pair and 256 values had spent more time starting than hashing */
     __shared__ uint64_t skey[NOISE_PP];
     const int pb = blockIdx.x * NOISE_PP;
-    if (threadIdx.x < NOISE_PP && pb + (int)threadIdx.x < np) skey[threadIdx.x] = egg_noise_key(seed, epoch, id, p0 + (uint32_t)(pb + threadIdx.x));
+    for (int t = threadIdx.x; t < NOISE_PP && pb + t < np; t += blockDim.x) skey[t] = egg_noise_key(seed, epoch, id, p0 + (uint32_t)(pb + t));
     __syncthreads();
     const uint32_t rN = (uint32_t)(r * N);
-    if (R1 && N % 4 == 0 && K % 4 == 0) { /* four values a thread, their hash inputs a golden step apart, one 32-bit store */
-        /* the block's pairs' groups of four as one range, (pair q, group g) walked by the threads together: a loop
-         * per pair left most threads idle where a blob has fewer groups than the block threads (a vector's 128) */
-        const uint32_t ng = len / 4, nq = (uint32_t)min(NOISE_PP, np - pb), dq = blockDim.x / ng, dg = blockDim.x % ng;
-        uint32_t q = threadIdx.x / ng, g = threadIdx.x % ng;
-        for (; q < nq; q += dq, g += dg) {
-            if (g >= ng) g -= ng, q++;
-            if (q >= nq) break;
-            const uint32_t i = 4 * g;
-            int8_t *blob = noise + (size_t)(pb + q) * pstride + off;
-            const bool b = kind != EGG_T_VEC && (is_emb || i >= rN); /* B: blob at a_span(1, N) (embedding: B only) */
-            uint64_t z = skey[q] + (uint64_t)((b && is_emb ? rN + i : i) + 1) * EGG_GOLDEN;
-            const uint32_t dst = b && !is_emb ? (uint32_t)a_span(1, N) + (i - rN) : i;
-            unsigned w = 0;
-#pragma unroll
-            for (int e = 0; e < 4; e++, z += EGG_GOLDEN) w |= (unsigned)(egg_noise_at(z) & 0xff) << (8 * e);
-            *(unsigned *)(blob + dst) = w;
-        }
+    if (R1 && N % 4 == 0 && K % 4 == 0) {
+        /* 16 values a thread where the A / B boundary and the blob offsets keep 16-byte groups aligned */
+        if (wide && (kind == EGG_T_VEC ? N % 8 == 0 : K % 16 == 0 && (is_emb || N % 16 == 0)))
+            noise_r1_groups<16>(skey, pb, np, len, rN, kind, is_emb, N, off, pstride, noise);
+        else noise_r1_groups<4>(skey, pb, np, len, rN, kind, is_emb, N, off, pstride, noise);
         return;
     }
     for (int q = 0; q < NOISE_PP && pb + q < np; q++) {
@@ -2974,12 +3016,14 @@ __global__ void upd_keys_kernel(int E, uint64_t seed, uint32_t epoch, const int 
     const int e = blockIdx.x * blockDim.x + threadIdx.x, id = blockIdx.y;
     if (e < E) keys[(size_t)id * E + e] = egg_noise_key(seed, epoch, (uint32_t)id, (uint32_t)ek[e]);
 }
-__global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, const uint64_t *keys, const int *ek, const int8_t *es,
-                                    const int8_t *blob, size_t pstride, size_t bspan, int plo, int phi, int8_t *Lm, int8_t *Rm) {
-    /* the block's 16 rows x 256 columns go out through shared memory, 16 bytes per thread */
+/* row block yb of a matrix's operands (the block's 16 rows x 256 columns go out through shared memory, 16 bytes per
+ * thread) */
+__device__ __forceinline__ void upd_operands_block(int E, int Kp, int N, int K, int r, const uint64_t *keys, const int *ek, const int8_t *es,
+                                                   const int8_t *blob, size_t pstride, size_t bspan, int plo, int phi, int8_t *Lm,
+                                                   int8_t *Rm, int yb) {
     __shared__ __align__(16) int8_t T[UPD_ROWS][256];
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
-    const int e = col / r, j = col % r, r0 = blockIdx.y * UPD_ROWS, r1 = min(N + K, r0 + UPD_ROWS);
+    const int e = col / r, j = col % r, r0 = yb * UPD_ROWS, r1 = min(N + K, r0 + UPD_ROWS);
     int8_t v[UPD_ROWS];
     if (e < E) {
         const int p = ek[e], sg = es[e];
@@ -3009,6 +3053,30 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, const ui
     const int row = r0 + (threadIdx.x >> 4), c = blockIdx.x * blockDim.x + (threadIdx.x & 15) * 16; /* Kp: a multiple of 64 */
     if (row < r1 && c < Kp)
         *(int4 *)((row < N ? Lm + (size_t)row * Kp : Rm + (size_t)(row - N) * Kp) + c) = *(const int4 *)&T[threadIdx.x >> 4][(threadIdx.x & 15) * 16];
+}
+__global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, const uint64_t *keys, const int *ek, const int8_t *es,
+                                    const int8_t *blob, size_t pstride, size_t bspan, int plo, int phi, int8_t *Lm, int8_t *Rm) {
+    upd_operands_block(E, Kp, N, K, r, keys, ek, es, blob, pstride, bspan, plo, phi, Lm, Rm, (int)blockIdx.y);
+}
+/* every matrix's operands in one launch (a launch per matrix had cost ~2 us of start and tail each, 38 a step at
+ * EGG-256x6): row block y belongs to the last matrix v with ot[v].y0 <= y */
+struct UpdOpTab {
+    int y0, N, K, id;   /* its first row block, shape, tensor id (its keys at keys + id E) */
+    long long boff;     /* its A rows in a pair's noise blob (-1: always hashed: the embedding, or N, K not multiples of 16) */
+    long long arow, brow; /* its first rows in the stacked Lg, Rg */
+    long long bspan;    /* a_span(r, N) */
+};
+__global__ void upd_operands_all_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, int r, const uint64_t *keys, const int *ek,
+                                        const int8_t *es, const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg) {
+    int lo = 0, hi = nmat - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (ot[mid].y0 <= (int)blockIdx.y) lo = mid;
+        else hi = mid - 1;
+    }
+    const UpdOpTab t = ot[lo];
+    upd_operands_block(E, Kp, t.N, t.K, r, keys + (size_t)t.id * E, ek, es, noise && t.boff >= 0 ? noise + t.boff : NULL, pstride,
+                       (size_t)t.bspan, plo, phi, Lg + (size_t)t.arow * Kp, Rg + (size_t)t.brow * Kp, (int)blockIdx.y - t.y0);
 }
 
 #define UPD_VEC_E 32 /* entries per block of the update's vector kernel */
@@ -3114,6 +3182,7 @@ struct CudaImpl {
     int *ek; int8_t *es; int ecap;
     uint64_t *ukeys; size_t ukcap; /* [tensors][E]: the update's noise keys of the step (upd_keys_kernel) */
     unsigned long long *changed;
+    int *hek; int8_t *hes; int hecap; /* the update's entries on the host, page-locked */
     int32_t *Z;               /* update votes of the largest tensor */
     /* the grouped update (one GEMM launch for every matrix; EGG_CUDA_UGROUP=0: a launch per matrix): each matrix's
      * first operand rows in the stacked Lm / Rm (gA, gB), its votes' offset in Zg; gsumA/B their rows in all */
@@ -3125,6 +3194,10 @@ struct CudaImpl {
     int32_t *Zg;              /* every matrix's votes */
     int4 *gitems; int gicap;  /* the GEMM's work list */
     int4 *gtab; long long *gzoff;
+    UpdOpTab *otab; int onmat, oyb; /* upd_operands_all_kernel's table (built at the first grouped update), its matrices and row
+                                       blocks (-1: more than grid y takes) */
+    int4 *mtab; long long *mzoff; int nmat, mblocks; /* upd_mapply_kernel's table (built at the first update), its votes'
+                                                        offsets in Zg and, after them, in Zall (the parameters') */
     /* --update allreduce: every parameter's votes, indexed as the parameters (summed over the ranks before the
      * threshold); the matrices' offsets in it for the grouped GEMM (gzoffp); a host copy where no NCCL sums them */
     int32_t *Zall; long long *gzoffp; int32_t *zhost; /* zhost page-locked (NULL until needed) */
@@ -3156,8 +3229,10 @@ struct CudaImpl {
     cudaStream_t cs;          /* the step's token upload, beside the prefetched noise kernels on st */
     cudaEvent_t up;           /* that upload done: st waits for it */
     int parts_env;            /* EGG_CUDA_PARTS (-1: unset) */
+    int noisew;               /* the rank-1 noise 16 values a thread where shapes allow (EGG_CUDA_NOISEW=0: 4) */
     cudaStream_t ps[EGG_PARTS_MAX];  /* the train forward's parts, one stream each (eval_parts) */
     cudaEvent_t pev[EGG_PARTS_MAX + 1];
+    cudaEvent_t vev[2];       /* the update's vector votes on ps[0] beside the matrices' operands and GEMM: fork, join */
     int nvec, vtot, vyb;      /* the vector tensors, their total length, their blocks of 128 */
     NoiseTab *ntab;           /* noise_kernel's table: every tensor's shape and blob offset */
     longlong2 *lnpo;          /* lnpert_kernel's table: each perturbed vector's parameter and noise offsets */
@@ -3633,8 +3708,8 @@ static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
     if (np <= 0) return 0;
     prof_start(c);
     const dim3 grid((unsigned)((np + NOISE_PP - 1) / NOISE_PP), (unsigned)m->ntensors);
-    if (c->r == 1) noise_kernel<true><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, c->ntab, c->r, c->pstride, c->noise);
-    else noise_kernel<false><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, c->ntab, c->r, c->pstride, c->noise);
+    if (c->r == 1) noise_kernel<true><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, c->ntab, c->r, c->pstride, c->noise, c->noisew);
+    else noise_kernel<false><<<grid, 256, 0, c->st>>>(np, (uint32_t)(c->m0 / 2), seed, epoch, c->ntab, c->r, c->pstride, c->noise, c->noisew);
     CKL();
     prof_mark(c, P_NOISE);
     c->seed = seed; c->noise_epoch = epoch; c->noise_valid = 1;
@@ -3732,9 +3807,13 @@ static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, 
     const int ng = (ctx->m1 - 1) / ctx->group + 1 - ctx->g0;
     int rc;
     if ((rc = upload_tokens(c, x, ctx->tokens, (size_t)ng * (ctx->seq + 1), ctx->reset, ng, err))) return rc;
-    size_t tot = (size_t)c->L * n * c->H;
-    reset_kernel<<<(unsigned)((tot + 255) / 256), 256, 0, c->st>>>(n, c->H, c->L, x->reset, ctx->group, ctx->g0, ctx->m0, x->Hs);
-    CKL();
+    bool any = false; /* a window that starts a row: most steps have none */
+    for (int g = 0; g < ng && ctx->reset && !any; g++) any = ctx->reset[g] != 0;
+    if (any) { /* H is a multiple of 32 */
+        const unsigned per = (unsigned)n * (unsigned)(c->H / 16);
+        reset_kernel<<<dim3((per + 255) / 256, (unsigned)c->L), 256, 0, c->st>>>(n, c->H / 16, x->reset, ctx->group, ctx->g0, ctx->m0, x->Hs);
+        CKL();
+    }
     if ((rc = gen_noise(c, ctx->seed, ctx->epoch, err))) return rc;
     const uint64_t se[2] = {ctx->seed, ctx->epoch};
     CK(cudaMemcpyAsync(c->seedep, se, sizeof se, cudaMemcpyHostToDevice, c->st));
@@ -3785,6 +3864,35 @@ static int upd_apply(CudaImpl *c, int id, int32_t *Z, long long thr, egg_err *er
     return 0;
 }
 
+/* every matrix's threshold step in one launch: votes in Zg (zpar false) or at the parameters' offsets (Zall) */
+static int upd_mapply(CudaImpl *c, int32_t *Z, bool zpar, long long thr, egg_err *err) {
+    const egg_model *m = c->m;
+    if (!c->mtab) {
+        std::vector<int4> mt;
+        std::vector<long long> mz, mp;
+        int b = 0;
+        for (int id = 0; id < m->ntensors; id++) {
+            const egg_tensor *t = &m->t[id];
+            if (t->kind == EGG_T_VEC) continue;
+            mt.push_back(make_int4(b, t->rows, t->cols, (c->wperm && c->wp_ok[id] ? 1 : 0) | (wpu_of(c, id) ? 2 : 0)));
+            mz.push_back(c->gZ.size() == (size_t)m->ntensors ? c->gZ[id] : 0);
+            mp.push_back((long long)t->off);
+            b += (int)((t->size + 255) / 256);
+        }
+        c->nmat = (int)mt.size(); c->mblocks = b;
+        if (!c->nmat) return 0;
+        mz.insert(mz.end(), mp.begin(), mp.end());
+        CK(cudaMalloc(&c->mtab, sizeof(int4) * mt.size()));
+        CK(cudaMalloc(&c->mzoff, sizeof(long long) * mz.size()));
+        CK(cudaMemcpy(c->mtab, mt.data(), sizeof(int4) * mt.size(), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(c->mzoff, mz.data(), sizeof(long long) * mz.size(), cudaMemcpyHostToDevice));
+    }
+    upd_mapply_kernel<<<(unsigned)c->mblocks, 256, 0, c->st>>>(c->nmat, c->mtab, zpar ? c->mzoff + c->nmat : c->mzoff, c->mzoff + c->nmat, Z, thr,
+                                                              c->params, c->wperm, c->wpu, c->changed);
+    CKL();
+    return 0;
+}
+
 #ifdef EGG_HAVE_NCCL
 #define NCK(call)                                                                                                 \
     do {                                                                                                          \
@@ -3811,11 +3919,11 @@ static int update_allreduce(CudaImpl *c, egg_model *m, const egg_vote_sum *vs, l
         if (rc) return rc;
         CK(cudaMemcpyAsync(c->Zall, c->zhost, sizeof(int32_t) * np, cudaMemcpyHostToDevice, c->st));
     }
-    for (int id = 0; id < m->ntensors; id++) {
+    int rc = upd_mapply(c, c->Zall, true, thr, err);
+    if (rc) return rc;
+    for (int id = 0; id < m->ntensors && !c->vtab; id++) {
         const egg_tensor *t = &m->t[id];
-        if (t->kind == EGG_T_VEC && c->vtab) continue; /* below, in one launch */
-        int rc = upd_apply(c, id, c->Zall + t->off, thr, err);
-        if (rc) return rc;
+        if (t->kind == EGG_T_VEC && (rc = upd_apply(c, id, c->Zall + t->off, thr, err))) return rc;
     }
     if (c->vtab) {
         upd_vapply_kernel<<<(unsigned)((c->vtot + 255) / 256), 256, 0, c->st>>>(c->vtot, c->nvec, c->vtab, c->voff, c->Zall, thr, c->params,
@@ -3839,17 +3947,23 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     }
     if (ar && c->ugroup && !c->gzoffp) return egg_fail(err, EGG_ERUNTIME, "GPU %d: --update allreduce: the backend was created without its vote offsets", c->dev);
     const int P = c->pop / 2, r = c->r;
-    std::vector<int> ek((size_t)(2 * P + 1));
-    std::vector<int8_t> es((size_t)(2 * P + 1));
-    const int E = egg_update_entries(fit, P, ek.data(), es.data());
+    if (2 * P + 1 > c->hecap) { /* the entries, page-locked: their uploads are then plain DMAs */
+        if (c->hek) cudaFreeHost(c->hek);
+        if (c->hes) cudaFreeHost(c->hes);
+        c->hek = NULL; c->hes = NULL; c->hecap = 0;
+        CK(cudaMallocHost((void **)&c->hek, sizeof(int) * (size_t)(2 * P + 1)));
+        CK(cudaMallocHost((void **)&c->hes, (size_t)(2 * P + 1)));
+        c->hecap = 2 * P + 1;
+    }
+    const int E = egg_update_entries(fit, P, c->hek, c->hes);
     if (E > c->ecap) {
         cudaFree(c->ek); cudaFree(c->es);
         c->ecap = E;
         CK(cudaMalloc(&c->ek, sizeof(int) * (size_t)E)); CK(cudaMalloc(&c->es, (size_t)E));
     }
     if (E) {
-        CK(cudaMemcpyAsync(c->ek, ek.data(), sizeof(int) * (size_t)E, cudaMemcpyHostToDevice, c->st));
-        CK(cudaMemcpyAsync(c->es, es.data(), (size_t)E, cudaMemcpyHostToDevice, c->st));
+        CK(cudaMemcpyAsync(c->ek, c->hek, sizeof(int) * (size_t)E, cudaMemcpyHostToDevice, c->st));
+        CK(cudaMemcpyAsync(c->es, c->hes, (size_t)E, cudaMemcpyHostToDevice, c->st));
     }
     if (E) { /* every entry's noise key of every tensor, once */
         const size_t nk = (size_t)E * m->ntensors;
@@ -3866,6 +3980,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     prof_start(c);
     const int Kp = ((E * r + BK - 1) / BK) * BK > 0 ? ((E * r + BK - 1) / BK) * BK : BK;
     int grouped = 0;
+    bool vfork = false;
 #ifdef EGG_MMP
     if (E && c->ugroup) { /* the stacked operands where a quarter of the free memory holds them */
         const size_t need = (size_t)(c->gsumA + c->gsumB) * Kp;
@@ -3878,17 +3993,50 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         }
         grouped = c->Lg != NULL;
     }
+    /* the vector tensors' votes (hashing, ALU-bound) on a stream of their own beside the matrices' operands (memory)
+     * and vote GEMM (their votes go to Zg there, the vectors' to Z or Zall at other offsets); EGG_PROFILE: in turn */
+    vfork = grouped && c->vtab && !c->prof;
+    if (vfork) {
+        CK(cudaEventRecord(c->vev[0], c->st));
+        CK(cudaStreamWaitEvent(c->ps[0], c->vev[0], 0));
+        upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, c->ps[0]>>>(
+            E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL);
+        CKL();
+        CK(cudaEventRecord(c->vev[1], c->ps[0]));
+    }
     if (grouped) {
         int8_t *Lg = c->Lg, *Rg = c->Lg + (size_t)c->gsumA * Kp;
         const int KT = Kp / BK;
         int tiles = 0;
+        if (!c->otab) { /* the matrices' operand table, once */
+            std::vector<UpdOpTab> ot;
+            long long y = 0;
+            for (int id = 0; id < m->ntensors; id++) {
+                const egg_tensor *t = &m->t[id];
+                if (t->kind == EGG_T_VEC) continue;
+                const bool bl = id != EGG_T_EMB && t->rows % 16 == 0 && t->cols % 16 == 0;
+                ot.push_back(UpdOpTab{(int)y, t->rows, t->cols, id, bl ? (long long)c->noff[id] : -1, c->gA[id], c->gB[id],
+                                      (long long)a_span(r, t->rows)});
+                y += (t->rows + t->cols + UPD_ROWS - 1) / UPD_ROWS;
+            }
+            c->onmat = (int)ot.size(); c->oyb = y <= 65535 ? (int)y : -1; /* grid y; else a launch per matrix */
+            CK(cudaMalloc(&c->otab, sizeof(UpdOpTab) * (ot.size() ? ot.size() : 1)));
+            CK(cudaMemcpy(c->otab, ot.data(), sizeof(UpdOpTab) * ot.size(), cudaMemcpyHostToDevice));
+        }
         for (int id = 0; id < m->ntensors; id++) {
             const egg_tensor *t = &m->t[id];
             if (t->kind == EGG_T_VEC) continue;
             const int N = t->rows, K = t->cols;
             tiles += ((N + BM - 1) / BM) * ((K + BN - 1) / BN);
-            int rc = upd_operands(c, id, E, Kp, seed, epoch, Lg + (size_t)c->gA[id] * Kp, Rg + (size_t)c->gB[id] * Kp, err);
+            int rc = c->oyb > 0 ? 0 : upd_operands(c, id, E, Kp, seed, epoch, Lg + (size_t)c->gA[id] * Kp, Rg + (size_t)c->gB[id] * Kp, err);
             if (rc) return rc;
+        }
+        if (c->oyb > 0) {
+            const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch;
+            upd_operands_all_kernel<<<dim3((unsigned)((Kp + 255) / 256), (unsigned)c->oyb), 256, 0, c->st>>>(
+                c->onmat, c->otab, E, Kp, r, c->ukeys, c->ek, c->es, blob ? c->noise : NULL, c->pstride, c->m0 / 2,
+                c->m1 / 2, Lg, Rg);
+            CKL();
         }
         prof_mark(c, P_UPD_OP);
         /* the work list: every matrix's 128 x 128 tiles, K in pieces so that the CTAs each take ~8 items */
@@ -3921,19 +4069,20 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         const int nw = a.nitems < c->mmw_ctas ? a.nitems : c->mmw_ctas;
         mmw_kernel<MODE_UPDATE, 0><<<nw, WS_THREADS, mmw_smem_bytes(), c->st>>>(a, tmx, tmw, tmx, tmx);
         CKL();
-        for (int id = 0; id < m->ntensors && !ar; id++) {
-            const egg_tensor *t = &m->t[id];
-            if (t->kind == EGG_T_VEC) continue;
-            int rc = upd_apply(c, id, c->Zg + c->gZ[id], thr, err);
+        if (!ar) {
+            int rc = upd_mapply(c, c->Zg, false, thr, err);
             if (rc) return rc;
         }
         prof_mark(c, P_UPD_MM);
     }
 #endif
+    if (vfork) CK(cudaStreamWaitEvent(c->st, c->vev[1], 0));
     if (E && c->vtab) { /* every vector tensor in one launch */
-        upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, c->st>>>(
-            E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL);
-        CKL();
+        if (!vfork) {
+            upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, c->st>>>(
+                E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL);
+            CKL();
+        }
         if (!ar) {
             upd_vapply_kernel<<<(unsigned)((c->vtot + 255) / 256), 256, 0, c->st>>>(c->vtot, c->nvec, c->vtab, c->voff, c->Z, thr, c->params,
                                                                                      c->changed, 0);
@@ -4148,7 +4297,7 @@ static void cuda_destroy(egg_backend *be) {
     if (c->train.X) ctx_free(&c->train);
     if (c->val.X) ctx_free(&c->val);
     if (c->samp.X) ctx_free(&c->samp);
-    cudaFree(c->ukeys); cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->Zall); cudaFree(c->gzoffp); if (c->zhost) cudaFreeHost(c->zhost); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff);
+    cudaFree(c->ukeys); cudaFree(c->Lg); cudaFree(c->Zg); cudaFree(c->Zall); cudaFree(c->gzoffp); if (c->zhost) cudaFreeHost(c->zhost); cudaFree(c->gitems); cudaFree(c->gtab); cudaFree(c->gzoff); cudaFree(c->mtab); cudaFree(c->mzoff); cudaFree(c->otab);
     cudaFree(c->params); cudaFree(c->wperm); cudaFree(c->wpu); cudaFree(c->noise); cudaFree(c->lnp); cudaFree(c->ekeys); cudaFree(c->Lm); cudaFree(c->Z); cudaFree(c->ek); cudaFree(c->es); cudaFree(c->changed);
 #ifdef EGG_HAVE_NCCL
     if (c->have_comm) ncclCommDestroy(c->comm);
@@ -4165,6 +4314,10 @@ static void cuda_destroy(egg_backend *be) {
         if (c->ps[i]) cudaStreamDestroy(c->ps[i]);
     for (int i = 0; i <= EGG_PARTS_MAX; i++)
         if (c->pev[i]) cudaEventDestroy(c->pev[i]);
+    for (int i = 0; i < 2; i++)
+        if (c->vev[i]) cudaEventDestroy(c->vev[i]);
+    if (c->hek) cudaFreeHost(c->hek);
+    if (c->hes) cudaFreeHost(c->hes);
     delete c;
     be->impl = NULL;
 }
@@ -4292,7 +4445,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaEventCreate(&c->up));
     for (int i = 0; i < EGG_PARTS_MAX; i++) CK(cudaStreamCreateWithFlags(&c->ps[i], cudaStreamNonBlocking));
     for (int i = 0; i <= EGG_PARTS_MAX; i++) CK(cudaEventCreate(&c->pev[i]));
+    for (int i = 0; i < 2; i++) CK(cudaEventCreate(&c->vev[i]));
     c->parts_env = getenv("EGG_CUDA_PARTS") ? atoi(getenv("EGG_CUDA_PARTS")) : -1;
+    c->noisew = !(getenv("EGG_CUDA_NOISEW") && atoi(getenv("EGG_CUDA_NOISEW")) == 0);
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
