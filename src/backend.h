@@ -78,7 +78,8 @@ struct egg_backend {
     void (*host_free)(egg_backend *b, void *p);
     /* Optional (NULL: nothing to start): begin, without waiting, the work of a coming step's eval that depends
      * only on (seed, epoch) -- the GPU backends generate its noise blob -- so it runs while the host prepares the
-     * step's tokens. Called after update; eval redoes it when the epoch or seed differ. */
+     * step's tokens. Called once a step's eval has returned; a backend whose update still reads that step's noise
+     * holds it until its update has queued its own work. eval redoes it when the epoch or seed differ. */
     int (*prefetch)(egg_backend *b, uint64_t seed, uint32_t epoch, egg_err *err);
     void (*destroy)(egg_backend *b);
 };

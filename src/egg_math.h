@@ -70,13 +70,14 @@ EGG_HD int egg_noise_at(uint64_t z) {
     const uint64_t h = egg_mix64(z);
 #if defined(__CUDA_ARCH__) && !defined(__HIPCC__)
     /* CUDA: the twelve nibbles' sum from four dp4a (the multiply pipe) instead of ~9 ALU instructions: with b a byte,
-     * b + 15 (b & 15) = 16 (its two nibbles' sum), so 16 s = sum(bytes) + 15 sum(low nibbles) */
-    const uint32_t lo = (uint32_t)h, hi = (uint32_t)(h >> 32) & 0xffffu;
-    uint32_t a = __dp4a(lo, 0x01010101u, 0u);
+     * b + 15 (b & 15) = 16 (its two nibbles' sum), so 16 s = sum(bytes) + 15 sum(low nibbles). The high word's top
+     * bytes have weight 0 (no mask), and the sum starts at -16 * 90, so 16 (s - 90) >> 4 is the value (no subtraction) */
+    const uint32_t lo = (uint32_t)h, hi = (uint32_t)(h >> 32);
+    uint32_t a = __dp4a(lo, 0x01010101u, 0u - 16u * 90u);
     a = __dp4a(hi, 0x00000101u, a);
     a = __dp4a(lo & 0x0f0f0f0fu, 0x0f0f0f0fu, a);
-    a = __dp4a(hi & 0x0f0fu, 0x00000f0fu, a);
-    return (int)(a >> 4) - 90;
+    a = __dp4a(hi & 0x0f0f0f0fu, 0x00000f0fu, a);
+    return (int)a >> 4;
 #else
     /* in 32-bit words (a GPU has no 64-bit integer unit): nibble pairs to bytes (<= 30), the two high
      * bytes' sums added into the low word's (<= 60), then its four bytes summed (<= 180) by a multiply */

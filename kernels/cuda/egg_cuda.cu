@@ -2950,10 +2950,11 @@ __device__ __forceinline__ void noise_r1_groups(const uint64_t *skey, int pb, in
         const uint32_t dst = b && !is_emb ? (uint32_t)a_span(1, N) + (i - rN) : i;
         unsigned w[V / 4];
 #pragma unroll
-        for (int k = 0; k < V / 4; k++) {
-            w[k] = 0;
+        for (int k = 0; k < V / 4; k++) { /* four values' low bytes by three byte permutes */
+            int v[4];
 #pragma unroll
-            for (int e = 0; e < 4; e++, z += EGG_GOLDEN) w[k] |= (unsigned)(egg_noise_at(z) & 0xff) << (8 * e);
+            for (int e = 0; e < 4; e++, z += EGG_GOLDEN) v[e] = egg_noise_at(z);
+            w[k] = __byte_perm(__byte_perm((unsigned)v[0], (unsigned)v[1], 0x0040u), __byte_perm((unsigned)v[2], (unsigned)v[3], 0x0040u), 0x5410u);
         }
         if constexpr (V == 16) *(uint4 *)(blob + dst) = make_uint4(w[0], w[1], w[2], w[3]);
         else *(unsigned *)(blob + dst) = w[0];
@@ -3183,6 +3184,7 @@ struct CudaImpl {
     uint64_t *ukeys; size_t ukcap; /* [tensors][E]: the update's noise keys of the step (upd_keys_kernel) */
     unsigned long long *changed;
     int *hek; int8_t *hes; int hecap; /* the update's entries on the host, page-locked */
+    unsigned long long *hch;  /* the changed count's host copy, page-locked (its copy does not block the host) */
     int32_t *Z;               /* update votes of the largest tensor */
     /* the grouped update (one GEMM launch for every matrix; EGG_CUDA_UGROUP=0: a launch per matrix): each matrix's
      * first operand rows in the stacked Lm / Rm (gA, gB), its votes' offset in Zg; gsumA/B their rows in all */
@@ -3239,6 +3241,9 @@ struct CudaImpl {
     int4 *vtab; long long *voff; /* upd_vecs_kernel's table and their parameter offsets (NULL: a launch per vector) */
     void *pinned_params;      /* the host model's parameters, page-locked for the update's copy back (NULL: pageable) */
     uint64_t seed; uint32_t noise_epoch; int noise_valid;
+    int upd_pending;          /* a train eval ran and its update has not: the noise blob is still to be read */
+    int pf_valid; uint64_t pf_seed; uint32_t pf_epoch; /* a prefetch held until then (queued by the update) */
+    cudaEvent_t uev0, uev;    /* the update's kernels done (the copies back wait for it), the copies done */
 #ifdef EGG_HAVE_NCCL
     ncclComm_t comm;
     int have_comm;
@@ -3736,11 +3741,16 @@ static int upload_tokens(CudaImpl *c, Ctx *x, const int32_t *tokens, size_t ntok
     return 0;
 }
 
-/* backend prefetch: the step's noise blob, queued on the stream behind the update (which has read the previous
- * step's blob); cuda_eval's gen_noise then finds it valid */
+/* backend prefetch, called once a step's eval has returned: the coming step's noise blob. The step's update still
+ * reads the blob, so the prefetch is held and queued by the update behind its kernels, where it runs while the
+ * parameters go back to the host and the host prepares the next step; cuda_eval's gen_noise then finds it valid */
 static int cuda_prefetch(egg_backend *be, uint64_t seed, uint32_t epoch, egg_err *err) {
     CudaImpl *c = (CudaImpl *)be->impl;
     CK(cudaSetDevice(c->dev));
+    if (c->upd_pending) {
+        c->pf_valid = 1; c->pf_seed = seed; c->pf_epoch = epoch;
+        return 0;
+    }
     return gen_noise(c, seed, epoch, err);
 }
 
@@ -3815,6 +3825,7 @@ static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, 
         CKL();
     }
     if ((rc = gen_noise(c, ctx->seed, ctx->epoch, err))) return rc;
+    c->upd_pending = 1;
     const uint64_t se[2] = {ctx->seed, ctx->epoch};
     CK(cudaMemcpyAsync(c->seedep, se, sizeof se, cudaMemcpyHostToDevice, c->st));
     if (c->prof) {
@@ -4128,11 +4139,20 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         if (rc) return rc;
         prof_mark(c, P_UPD_MM);
     }
-    unsigned long long ch = 0;
-    CK(cudaMemcpyAsync(&ch, c->changed, sizeof ch, cudaMemcpyDeviceToHost, c->st));
-    CK(cudaMemcpyAsync(m->params, c->params, m->nparams, cudaMemcpyDeviceToHost, c->st));
-    CK(cudaStreamSynchronize(c->st));
-    stt->changed = (int64_t)ch;
+    /* the copies back on the copy stream, so that a held prefetch's noise runs on st beside them */
+    CK(cudaEventRecord(c->uev0, c->st));
+    CK(cudaStreamWaitEvent(c->cs, c->uev0, 0));
+    CK(cudaMemcpyAsync(c->hch, c->changed, sizeof *c->hch, cudaMemcpyDeviceToHost, c->cs));
+    CK(cudaMemcpyAsync(m->params, c->params, m->nparams, cudaMemcpyDeviceToHost, c->cs));
+    CK(cudaEventRecord(c->uev, c->cs));
+    c->upd_pending = 0;
+    if (c->pf_valid) {
+        c->pf_valid = 0;
+        int rc = gen_noise(c, c->pf_seed, c->pf_epoch, err);
+        if (rc) return rc;
+    }
+    CK(cudaEventSynchronize(c->uev));
+    stt->changed = (int64_t)*c->hch;
     return 0;
 }
 
@@ -4316,8 +4336,11 @@ static void cuda_destroy(egg_backend *be) {
         if (c->pev[i]) cudaEventDestroy(c->pev[i]);
     for (int i = 0; i < 2; i++)
         if (c->vev[i]) cudaEventDestroy(c->vev[i]);
+    if (c->uev0) cudaEventDestroy(c->uev0);
+    if (c->uev) cudaEventDestroy(c->uev);
     if (c->hek) cudaFreeHost(c->hek);
     if (c->hes) cudaFreeHost(c->hes);
+    if (c->hch) cudaFreeHost(c->hch);
     delete c;
     be->impl = NULL;
 }
@@ -4446,6 +4469,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     for (int i = 0; i < EGG_PARTS_MAX; i++) CK(cudaStreamCreateWithFlags(&c->ps[i], cudaStreamNonBlocking));
     for (int i = 0; i <= EGG_PARTS_MAX; i++) CK(cudaEventCreate(&c->pev[i]));
     for (int i = 0; i < 2; i++) CK(cudaEventCreate(&c->vev[i]));
+    CK(cudaEventCreate(&c->uev0));
+    CK(cudaMallocHost((void **)&c->hch, sizeof *c->hch));
+    CK(cudaEventCreate(&c->uev));
     c->parts_env = getenv("EGG_CUDA_PARTS") ? atoi(getenv("EGG_CUDA_PARTS")) : -1;
     c->noisew = !(getenv("EGG_CUDA_NOISEW") && atoi(getenv("EGG_CUDA_NOISEW")) == 0);
     CK(cudaMalloc(&c->params, m->nparams));
