@@ -3079,6 +3079,69 @@ __global__ void upd_operands_all_kernel(int nmat, const UpdOpTab *ot, int E, int
     upd_operands_block(E, Kp, t.N, t.K, r, keys + (size_t)t.id * E, ek, es, noise && t.boff >= 0 ? noise + t.boff : NULL, pstride,
                        (size_t)t.bspan, plo, phi, Lg + (size_t)t.arow * Kp, Rg + (size_t)t.brow * Kp, (int)blockIdx.y - t.y0);
 }
+/* bytewise -x of four int8 lanes (SWAR subtraction from 0: no borrow crosses a byte) */
+__device__ __forceinline__ uint32_t neg4(uint32_t x) { return (0x80808080u - (x & 0x7f7f7f7fu)) ^ (~x & 0x80808080u); }
+/* upd_operands_all_kernel at rank 1 with four entries a thread: their 16 rows each as four words (an own pair's from
+ * its blob, negated bytewise for A rows of sign -1; else hashed), transposed by byte permutes into 16 words of four
+ * columns, stored to shared memory as words and written out 16 bytes a thread (the one-entry kernel's 16 byte stores
+ * to shared memory and per-byte sign were most of its instructions); 1024 columns a block */
+__global__ void upd_operands_r1_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, const uint64_t *keys, const int *ek, const int8_t *es,
+                                       const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg) {
+    __shared__ __align__(16) uint32_t T[UPD_ROWS][256];
+    int lo = 0, hi = nmat - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (ot[mid].y0 <= (int)blockIdx.y) lo = mid;
+        else hi = mid - 1;
+    }
+    const UpdOpTab t = ot[lo];
+    const int r0 = ((int)blockIdx.y - t.y0) * UPD_ROWS, N = t.N, r1 = min(N + t.K, r0 + UPD_ROWS);
+    const int8_t *blob = noise && t.boff >= 0 ? noise + t.boff + (r0 < N ? (size_t)r0 : (size_t)t.bspan + (size_t)(r0 - N)) : NULL;
+    const uint64_t *kt = keys + (size_t)t.id * E;
+    uint32_t w[4][4]; /* [entry][word: rows 4 g .. 4 g + 3] */
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const int e = 4 * ((int)blockIdx.x * blockDim.x + (int)threadIdx.x) + u;
+        w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0;
+        if (e >= E) continue;
+        const int p = ek[e], sg = es[e];
+        if (blob && p >= plo && p < phi) { /* N, K multiples of 16: the block is all A or all B */
+            const uint4 v = __ldg((const uint4 *)(blob + (size_t)(p - plo) * pstride));
+            w[u][0] = v.x; w[u][1] = v.y; w[u][2] = v.z; w[u][3] = v.w;
+            if (sg < 0 && r0 < N)
+#pragma unroll
+                for (int g = 0; g < 4; g++) w[u][g] = neg4(w[u][g]);
+        } else {
+            uint64_t z = kt[e] + (uint64_t)(r0 + 1) * EGG_GOLDEN;
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                int v[4];
+#pragma unroll
+                for (int q = 0; q < 4; q++, z += EGG_GOLDEN) {
+                    const int row = r0 + 4 * g + q, nv = egg_noise_at(z);
+                    v[q] = row < r1 ? (row < N ? sg * nv : nv) : 0;
+                }
+                w[u][g] = __byte_perm(__byte_perm((unsigned)v[0], (unsigned)v[1], 0x0040u), __byte_perm((unsigned)v[2], (unsigned)v[3], 0x0040u), 0x5410u);
+            }
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < 4; g++) { /* rows 4 g .. 4 g + 3 of the four entries: a 4 x 4 byte transpose */
+        const uint32_t t0 = __byte_perm(w[0][g], w[1][g], 0x5140u), t1 = __byte_perm(w[2][g], w[3][g], 0x5140u);
+        const uint32_t t2 = __byte_perm(w[0][g], w[1][g], 0x7362u), t3 = __byte_perm(w[2][g], w[3][g], 0x7362u);
+        T[4 * g + 0][threadIdx.x] = __byte_perm(t0, t1, 0x5410u);
+        T[4 * g + 1][threadIdx.x] = __byte_perm(t0, t1, 0x7632u);
+        T[4 * g + 2][threadIdx.x] = __byte_perm(t2, t3, 0x5410u);
+        T[4 * g + 3][threadIdx.x] = __byte_perm(t2, t3, 0x7632u);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* 16 rows x 64 chunks of 16 bytes */
+        const int idx = k * (int)blockDim.x + (int)threadIdx.x, q = idx >> 6, c = (int)blockIdx.x * 1024 + (idx & 63) * 16, row = r0 + q;
+        if (row < r1 && c < Kp)
+            *(uint4 *)((row < N ? Lg + (size_t)(t.arow + row) * Kp : Rg + (size_t)(t.brow + row - N) * Kp) + c) = *(const uint4 *)&T[q][(idx & 63) * 4];
+    }
+}
 
 #define UPD_VEC_E 32 /* entries per block of the update's vector kernel */
 /* a vector's votes: element i (< n) of the block's slice of UPD_VEC_E entries (blockIdx.x) added into Z[i] */
@@ -3232,6 +3295,7 @@ struct CudaImpl {
     cudaEvent_t up;           /* that upload done: st waits for it */
     int parts_env;            /* EGG_CUDA_PARTS (-1: unset) */
     int noisew;               /* the rank-1 noise 16 values a thread where shapes allow (EGG_CUDA_NOISEW=0: 4) */
+    int ops4;                 /* the rank-1 update operands four entries a thread (EGG_CUDA_OPS4=0: one) */
     cudaStream_t ps[EGG_PARTS_MAX];  /* the train forward's parts, one stream each (eval_parts) */
     cudaEvent_t pev[EGG_PARTS_MAX + 1];
     cudaEvent_t vev[2];       /* the update's vector votes on ps[0] beside the matrices' operands and GEMM: fork, join */
@@ -4044,9 +4108,13 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         }
         if (c->oyb > 0) {
             const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch;
-            upd_operands_all_kernel<<<dim3((unsigned)((Kp + 255) / 256), (unsigned)c->oyb), 256, 0, c->st>>>(
-                c->onmat, c->otab, E, Kp, r, c->ukeys, c->ek, c->es, blob ? c->noise : NULL, c->pstride, c->m0 / 2,
-                c->m1 / 2, Lg, Rg);
+            if (r == 1 && c->ops4)
+                upd_operands_r1_kernel<<<dim3((unsigned)((Kp + 1023) / 1024), (unsigned)c->oyb), 256, 0, c->st>>>(
+                    c->onmat, c->otab, E, Kp, c->ukeys, c->ek, c->es, blob ? c->noise : NULL, c->pstride, c->m0 / 2, c->m1 / 2, Lg, Rg);
+            else
+                upd_operands_all_kernel<<<dim3((unsigned)((Kp + 255) / 256), (unsigned)c->oyb), 256, 0, c->st>>>(
+                    c->onmat, c->otab, E, Kp, r, c->ukeys, c->ek, c->es, blob ? c->noise : NULL, c->pstride, c->m0 / 2,
+                    c->m1 / 2, Lg, Rg);
             CKL();
         }
         prof_mark(c, P_UPD_OP);
@@ -4474,6 +4542,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaEventCreate(&c->uev));
     c->parts_env = getenv("EGG_CUDA_PARTS") ? atoi(getenv("EGG_CUDA_PARTS")) : -1;
     c->noisew = !(getenv("EGG_CUDA_NOISEW") && atoi(getenv("EGG_CUDA_NOISEW")) == 0);
+    c->ops4 = !(getenv("EGG_CUDA_OPS4") && atoi(getenv("EGG_CUDA_OPS4")) == 0);
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
