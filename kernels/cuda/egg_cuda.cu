@@ -2526,17 +2526,28 @@ __global__ void upd_apply_kernel(size_t n, int32_t *Z, long long thr, int8_t *w,
     upd_count(ch, changed);
 }
 
+/* the last entry v of a table ordered by its first block (first(v)) whose first block is <= b: the grouped update
+ * kernels' block -> matrix lookup */
+template <class F> __device__ __forceinline__ int tab_last(int n, int b, F first) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (first(mid) <= b) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+/* the low bytes of four ints as one word */
+__device__ __forceinline__ unsigned low_bytes4(int a, int b, int c, int d) {
+    return __byte_perm(__byte_perm((unsigned)a, (unsigned)b, 0x0040u), __byte_perm((unsigned)c, (unsigned)d, 0x0040u), 0x5410u);
+}
+
 /* upd_apply_kernel over every matrix at once (a launch per matrix had cost ~5 us each, 38 a step at EGG-256x6):
  * mt[v] = {its first block, its rows, its columns, bit 0: a wperm copy, bit 1: a wpermu_row copy}, ordered by first
  * block; its votes at Z + mz[v], its parameters (and copies) at + mp[v] */
 __global__ void upd_mapply_kernel(int nmat, const int4 *mt, const long long *mz, const long long *mp, int32_t *Z, long long thr,
                                   int8_t *params, int8_t *wperm, int8_t *wpu, unsigned long long *changed) {
-    int lo = 0, hi = nmat - 1; /* the last matrix whose first block is <= this one */
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (mt[mid].x <= (int)blockIdx.x) lo = mid;
-        else hi = mid - 1;
-    }
+    const int lo = tab_last(nmat, (int)blockIdx.x, [&](int v) { return mt[v].x; });
     const int4 t = mt[lo];
     const uint32_t i = ((uint32_t)blockIdx.x - (uint32_t)t.x) * blockDim.x + threadIdx.x, K = (uint32_t)t.z;
     unsigned long long ch = 0;
@@ -2950,11 +2961,11 @@ __device__ __forceinline__ void noise_r1_groups(const uint64_t *skey, int pb, in
         const uint32_t dst = b && !is_emb ? (uint32_t)a_span(1, N) + (i - rN) : i;
         unsigned w[V / 4];
 #pragma unroll
-        for (int k = 0; k < V / 4; k++) { /* four values' low bytes by three byte permutes */
+        for (int k = 0; k < V / 4; k++) {
             int v[4];
 #pragma unroll
             for (int e = 0; e < 4; e++, z += EGG_GOLDEN) v[e] = egg_noise_at(z);
-            w[k] = __byte_perm(__byte_perm((unsigned)v[0], (unsigned)v[1], 0x0040u), __byte_perm((unsigned)v[2], (unsigned)v[3], 0x0040u), 0x5410u);
+            w[k] = low_bytes4(v[0], v[1], v[2], v[3]);
         }
         if constexpr (V == 16) *(uint4 *)(blob + dst) = make_uint4(w[0], w[1], w[2], w[3]);
         else *(unsigned *)(blob + dst) = w[0];
@@ -3069,13 +3080,7 @@ struct UpdOpTab {
 };
 __global__ void upd_operands_all_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, int r, const uint64_t *keys, const int *ek,
                                         const int8_t *es, const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg) {
-    int lo = 0, hi = nmat - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (ot[mid].y0 <= (int)blockIdx.y) lo = mid;
-        else hi = mid - 1;
-    }
-    const UpdOpTab t = ot[lo];
+    const UpdOpTab t = ot[tab_last(nmat, (int)blockIdx.y, [&](int v) { return ot[v].y0; })];
     upd_operands_block(E, Kp, t.N, t.K, r, keys + (size_t)t.id * E, ek, es, noise && t.boff >= 0 ? noise + t.boff : NULL, pstride,
                        (size_t)t.bspan, plo, phi, Lg + (size_t)t.arow * Kp, Rg + (size_t)t.brow * Kp, (int)blockIdx.y - t.y0);
 }
@@ -3088,13 +3093,7 @@ __device__ __forceinline__ uint32_t neg4(uint32_t x) { return (0x80808080u - (x 
 __global__ void upd_operands_r1_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, const uint64_t *keys, const int *ek, const int8_t *es,
                                        const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg) {
     __shared__ __align__(16) uint32_t T[UPD_ROWS][256];
-    int lo = 0, hi = nmat - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (ot[mid].y0 <= (int)blockIdx.y) lo = mid;
-        else hi = mid - 1;
-    }
-    const UpdOpTab t = ot[lo];
+    const UpdOpTab t = ot[tab_last(nmat, (int)blockIdx.y, [&](int v) { return ot[v].y0; })];
     const int r0 = ((int)blockIdx.y - t.y0) * UPD_ROWS, N = t.N, r1 = min(N + t.K, r0 + UPD_ROWS);
     const int8_t *blob = noise && t.boff >= 0 ? noise + t.boff + (r0 < N ? (size_t)r0 : (size_t)t.bspan + (size_t)(r0 - N)) : NULL;
     const uint64_t *kt = keys + (size_t)t.id * E;
@@ -3121,7 +3120,7 @@ __global__ void upd_operands_r1_kernel(int nmat, const UpdOpTab *ot, int E, int 
                     const int row = r0 + 4 * g + q, nv = egg_noise_at(z);
                     v[q] = row < r1 ? (row < N ? sg * nv : nv) : 0;
                 }
-                w[u][g] = __byte_perm(__byte_perm((unsigned)v[0], (unsigned)v[1], 0x0040u), __byte_perm((unsigned)v[2], (unsigned)v[3], 0x0040u), 0x5410u);
+                w[u][g] = low_bytes4(v[0], v[1], v[2], v[3]);
             }
         }
     }
