@@ -4055,6 +4055,12 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     const int Kp = ((E * r + BK - 1) / BK) * BK > 0 ? ((E * r + BK - 1) / BK) * BK : BK;
     int grouped = 0;
     bool vfork = false;
+    /* every vector tensor's votes in one launch, on stream s (beside the matrices' work where vfork) */
+    auto vec_votes = [&](cudaStream_t s) {
+        upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, s>>>(
+            E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL);
+        return cudaGetLastError();
+    };
 #ifdef EGG_MMP
     if (E && c->ugroup) { /* the stacked operands where a quarter of the free memory holds them */
         const size_t need = (size_t)(c->gsumA + c->gsumB) * Kp;
@@ -4073,9 +4079,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     if (vfork) {
         CK(cudaEventRecord(c->vev[0], c->st));
         CK(cudaStreamWaitEvent(c->ps[0], c->vev[0], 0));
-        upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, c->ps[0]>>>(
-            E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL);
-        CKL();
+        CK(vec_votes(c->ps[0]));
         CK(cudaEventRecord(c->vev[1], c->ps[0]));
     }
     if (grouped) {
@@ -4156,11 +4160,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
 #endif
     if (vfork) CK(cudaStreamWaitEvent(c->st, c->vev[1], 0));
     if (E && c->vtab) { /* every vector tensor in one launch */
-        if (!vfork) {
-            upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, c->st>>>(
-                E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL);
-            CKL();
-        }
+        if (!vfork) CK(vec_votes(c->st));
         if (!ar) {
             upd_vapply_kernel<<<(unsigned)((c->vtot + 255) / 256), 256, 0, c->st>>>(c->vtot, c->nvec, c->vtab, c->voff, c->Z, thr, c->params,
                                                                                      c->changed, 0);
