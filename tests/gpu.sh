@@ -70,9 +70,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # (nothing to sum on one rank; two ranks sharing this GPU below sum it by MPI through the host). The rank-1 noise
 # kernel writes 16 values a thread where the shapes allow (EGG_CUDA_NOISEW=0: 4; a vocabulary of 301 takes 4 for
 # the head). The rank-1 update operands take four entries a thread (EGG_CUDA_OPS4=0: one, as at rank > 1). The
-# embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch). With sign fitness
-# at rank 1 the update's entries are the pairs in order (sign 0: a zero column) and the eval builds their A operands
-# before the fitness is known (EGG_CUDA_EARLYL=0: the entries of nonzero fitness, every operand after it).
+# embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -125,7 +123,6 @@ configs=(
   "h128-r1-noise-4-values-a-thread|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6|EGG_CUDA_NOISEW=0"
   "h256-r1-update-operands-an-entry-a-thread|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_OPS4=0"
   "h128-r1-ln1-own-launch|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6|EGG_CUDA_EMBLN=0"
-  "h256-r1-update-entries-after-fitness|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_EARLYL=0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

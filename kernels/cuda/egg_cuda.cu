@@ -3097,8 +3097,6 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, const ui
  * EGG-256x6): row block y belongs to the last matrix v with ot[v].y0 <= y */
 struct UpdOpTab {
     int y0, N, K, id;   /* its first row block, shape, tensor id (its keys at keys + id E) */
-    int rb0;            /* the row block (of its N + K rows) that grid row y0 is: 0, or in upd_early's tables of A rows
-                         * only or B rows only, the first B row's block */
     long long boff;     /* its A rows in a pair's noise blob (-1: always hashed: the embedding, or N, K not multiples of 16) */
     long long arow, brow; /* its first rows in the stacked Lg, Rg */
     long long bspan;    /* a_span(r, N) */
@@ -3114,19 +3112,12 @@ __device__ __forceinline__ uint32_t neg4(uint32_t x) { return (0x80808080u - (x 
 /* upd_operands_all_kernel at rank 1 with four entries a thread: their 16 rows each as four words (an own pair's from
  * its blob, negated bytewise for A rows of sign -1; else hashed), transposed by byte permutes into 16 words of four
  * columns, stored to shared memory as words and written out 16 bytes a thread (the one-entry kernel's 16 byte stores
- * to shared memory and per-byte sign were most of its instructions); 1024 columns a block.
- * part (the pair layout of upd_early): 0 Lg (sign * A) and Rg (B); 1 Lg only, A unsigned (es unused: before the
- * fitness is known); 2 Rg only, sign * B (sign 0: zeros). Lg Rg^T is the same votes either way */
-__global__ void iota_kernel(int n, int v0, int *out) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = v0 + i;
-}
+ * to shared memory and per-byte sign were most of its instructions); 1024 columns a block */
 __global__ void upd_operands_r1_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, const uint64_t *keys, const int *ek, const int8_t *es,
-                                       const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg, int part) {
+                                       const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg) {
     __shared__ __align__(16) uint32_t T[UPD_ROWS][256];
     const UpdOpTab t = ot[tab_last(nmat, (int)blockIdx.y, [&](int v) { return ot[v].y0; })];
-    const int r0 = (t.rb0 + (int)blockIdx.y - t.y0) * UPD_ROWS, N = t.N, r1 = min(N + t.K, r0 + UPD_ROWS);
-    const bool sgL = part == 0, sgR = part == 2; /* which rows take the sign */
+    const int r0 = ((int)blockIdx.y - t.y0) * UPD_ROWS, N = t.N, r1 = min(N + t.K, r0 + UPD_ROWS);
     const int8_t *blob = noise && t.boff >= 0 ? noise + t.boff + (r0 < N ? (size_t)r0 : (size_t)t.bspan + (size_t)(r0 - N)) : NULL;
     const uint64_t *kt = keys + (size_t)t.id * E;
     uint32_t w[4][4]; /* [entry][word: rows 4 g .. 4 g + 3] */
@@ -3135,13 +3126,13 @@ __global__ void upd_operands_r1_kernel(int nmat, const UpdOpTab *ot, int E, int 
         const int e = 4 * ((int)blockIdx.x * blockDim.x + (int)threadIdx.x) + u;
         w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0;
         if (e >= E) continue;
-        const int p = ek[e], sg = part == 1 ? 1 : es[e];
+        const int p = ek[e], sg = es[e];
         if (blob && p >= plo && p < phi) { /* N, K multiples of 16: the block is all A or all B */
             const uint4 v = __ldg((const uint4 *)(blob + (size_t)(p - plo) * pstride));
             w[u][0] = v.x; w[u][1] = v.y; w[u][2] = v.z; w[u][3] = v.w;
-            if (sg <= 0 && (r0 < N ? sgL : sgR))
+            if (sg < 0 && r0 < N)
 #pragma unroll
-                for (int g = 0; g < 4; g++) w[u][g] = sg < 0 ? neg4(w[u][g]) : 0u;
+                for (int g = 0; g < 4; g++) w[u][g] = neg4(w[u][g]);
         } else {
             uint64_t z = kt[e] + (uint64_t)(r0 + 1) * EGG_GOLDEN;
 #pragma unroll
@@ -3150,7 +3141,7 @@ __global__ void upd_operands_r1_kernel(int nmat, const UpdOpTab *ot, int E, int 
 #pragma unroll
                 for (int q = 0; q < 4; q++, z += EGG_GOLDEN) {
                     const int row = r0 + 4 * g + q, nv = egg_noise_at(z);
-                    v[q] = row < r1 ? ((row < N ? sgL : sgR) ? sg * nv : nv) : 0;
+                    v[q] = row < r1 ? (row < N ? sg * nv : nv) : 0;
                 }
                 w[u][g] = low_bytes4(v[0], v[1], v[2], v[3]);
             }
@@ -3169,7 +3160,7 @@ __global__ void upd_operands_r1_kernel(int nmat, const UpdOpTab *ot, int E, int 
 #pragma unroll
     for (int k = 0; k < 4; k++) { /* 16 rows x 64 chunks of 16 bytes */
         const int idx = k * (int)blockDim.x + (int)threadIdx.x, q = idx >> 6, c = (int)blockIdx.x * 1024 + (idx & 63) * 16, row = r0 + q;
-        if (row < r1 && c < Kp && (part == 0 || (part == 1) == (row < N)))
+        if (row < r1 && c < Kp)
             *(uint4 *)((row < N ? Lg + (size_t)(t.arow + row) * Kp : Rg + (size_t)(t.brow + row - N) * Kp) + c) = *(const uint4 *)&T[q][(idx & 63) * 4];
     }
 }
@@ -3278,14 +3269,6 @@ struct CudaImpl {
     uint64_t *ukeys; size_t ukcap; /* [tensors][E]: the update's noise keys of the step (upd_keys_kernel) */
     unsigned long long *changed;
     int *hek; int8_t *hes; int hecap; /* the update's entries on the host, page-locked */
-    /* the pair layout (upd_early): where a step's fitness is -1, 0 or 1 per pair (sign fitness), the update's entries are
-     * the pairs q0 .. q1 - 1 in order (sign 0: a zero column), so Lg (A, unsigned) and the keys do not depend on the
-     * fitness: the eval queues them behind the scores' copy, where the GPU had idled while the host computed the fitness.
-     * el_ok: the last update used it (so the next eval builds Lg); el_done: Lg holds it for (el_seed, el_epoch) */
-    int el_ok, el_done, el_q0, el_q1;
-    uint64_t el_seed; uint32_t el_epoch;
-    int earlyl;               /* EGG_CUDA_EARLYL=0: the entries of nonzero fitness only, all operands after the fitness */
-    cudaEvent_t sev;          /* the eval's scores are on the host */
     unsigned long long *hch;  /* the changed count's host copy, page-locked (its copy does not block the host) */
     int32_t *Z;               /* update votes of the largest tensor */
     /* the grouped update (one GEMM launch for every matrix; EGG_CUDA_UGROUP=0: a launch per matrix): each matrix's
@@ -3299,9 +3282,7 @@ struct CudaImpl {
     int4 *gitems; int gicap;  /* the GEMM's work list */
     int4 *gtab; long long *gzoff;
     UpdOpTab *otab; int onmat, oyb; /* upd_operands_all_kernel's table (built at the first grouped update), its matrices and row
-                                       blocks (-1: more than grid y takes); then the tables of the A rows' and the B rows'
-                                       blocks alone (otab + onmat, + 2 onmat: upd_early), oybp their row blocks */
-    int oybp[2];
+                                       blocks (-1: more than grid y takes) */
     int4 *mtab; long long *mzoff; int nmat, mblocks; /* upd_mapply_kernel's table (built at the first update), its votes'
                                                         offsets in Zg and, after them, in Zall (the parameters') */
     /* --update allreduce: every parameter's votes, indexed as the parameters (summed over the ranks before the
@@ -3922,32 +3903,6 @@ static int forward_parts(CudaImpl *c, Ctx *x, const egg_step_ctx *ctx, egg_err *
     return rc;
 }
 
-/* the pair layout's fitness-free half of the update (el_ok: the last update took it): the entries' pair indices, their
- * noise keys and Lg (every matrix's A rows, unsigned), queued behind the scores' copy so that they run while the host
- * computes the fitness; cuda_update then builds Rg with the signs (upd_operands_r1_kernel part 2) */
-static int upd_early(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
-    c->el_done = 0;
-#ifdef EGG_MMP
-    const int E = c->el_q1 - c->el_q0, Kp = ((E + BK - 1) / BK) * BK;
-    if (!c->el_ok || E <= 0 || E > c->ecap || !c->Lg || (size_t)(c->gsumA + c->gsumB) * Kp > c->gcap || c->oyb <= 0 ||
-        (size_t)E * c->m->ntensors > c->ukcap)
-        return 0;
-    iota_kernel<<<(E + 255) / 256, 256, 0, c->st>>>(E, c->el_q0, c->ek);
-    CKL();
-    upd_keys_kernel<<<dim3((unsigned)((E + 255) / 256), (unsigned)c->m->ntensors), 256, 0, c->st>>>(E, seed, epoch, c->ek, c->ukeys);
-    CKL();
-    upd_operands_r1_kernel<<<dim3((unsigned)((Kp + 1023) / 1024), (unsigned)c->oybp[0]), 256, 0, c->st>>>(
-        c->onmat, c->otab + c->onmat, E, Kp, c->ukeys, c->ek, NULL, c->noise, c->pstride, c->m0 / 2, c->m1 / 2, c->Lg,
-        c->Lg + (size_t)c->gsumA * Kp, 1);
-    CKL();
-    c->el_done = 1; c->el_seed = seed; c->el_epoch = epoch;
-    prof_mark(c, P_UPD_OP); /* EGG_PROFILE: a second "upd operands" launch a step */
-#else
-    (void)seed; (void)epoch; (void)err;
-#endif
-    return 0;
-}
-
 static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, egg_err *err) {
     CudaImpl *c = (CudaImpl *)be->impl;
     CK(cudaSetDevice(c->dev));
@@ -3987,9 +3942,7 @@ static int cuda_eval(egg_backend *be, const egg_step_ctx *ctx, int32_t *scores, 
         CK(cudaGraphLaunch(c->gexec, c->st));
     }
     CK(cudaMemcpyAsync(scores, x->scores, sizeof(int32_t) * (size_t)n, cudaMemcpyDeviceToHost, c->st));
-    CK(cudaEventRecord(c->sev, c->st));
-    if ((rc = upd_early(c, ctx->seed, (uint32_t)ctx->epoch, err))) return rc;
-    CK(cudaEventSynchronize(c->sev));
+    CK(cudaStreamSynchronize(c->st));
     return 0;
 }
 
@@ -4107,32 +4060,18 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         CK(cudaMallocHost((void **)&c->hes, (size_t)(2 * P + 1)));
         c->hecap = 2 * P + 1;
     }
-    /* the pair layout (upd_early) where every pair's fitness is -1, 0 or 1 and only the pairs q0 .. q1 - 1 vote; used
-     * where the eval built its fitness-free half for this step, and asked of the next eval where it applies now */
-    const int q0 = ar ? c->m0 / 2 : 0, q1 = ar ? c->m1 / 2 : P;
-    bool signs = c->earlyl && r == 1 && c->ops4 && c->ugroup;
-    for (int k = 0; k < P && signs; k++) signs = fit[k] >= -1 && fit[k] <= 1 && (fit[k] == 0 || (k >= q0 && k < q1));
-    const bool early = signs && c->el_done && c->el_seed == seed && c->el_epoch == epoch && c->el_q0 == q0 && c->el_q1 == q1;
-    c->el_ok = signs; c->el_q0 = q0; c->el_q1 = q1; c->el_done = 0;
-    int E;
-    if (early) { /* the entries are the pairs q0 .. q1 - 1 (their indices and keys are on the GPU), their signs the fitness */
-        E = q1 - q0;
-        memcpy(c->hes, fit + q0, (size_t)E);
-    } else {
-        E = egg_update_entries(fit, P, c->hek, c->hes);
-    }
-    const int Ec = signs && q1 - q0 > E ? q1 - q0 : E; /* the buffers' entries: also the next eval's pair layout */
-    if (Ec > c->ecap) {
+    const int E = egg_update_entries(fit, P, c->hek, c->hes);
+    if (E > c->ecap) {
         cudaFree(c->ek); cudaFree(c->es);
-        c->ecap = Ec;
-        CK(cudaMalloc(&c->ek, sizeof(int) * (size_t)Ec)); CK(cudaMalloc(&c->es, (size_t)Ec));
+        c->ecap = E;
+        CK(cudaMalloc(&c->ek, sizeof(int) * (size_t)E)); CK(cudaMalloc(&c->es, (size_t)E));
     }
     if (E) {
-        if (!early) CK(cudaMemcpyAsync(c->ek, c->hek, sizeof(int) * (size_t)E, cudaMemcpyHostToDevice, c->st));
+        CK(cudaMemcpyAsync(c->ek, c->hek, sizeof(int) * (size_t)E, cudaMemcpyHostToDevice, c->st));
         CK(cudaMemcpyAsync(c->es, c->hes, (size_t)E, cudaMemcpyHostToDevice, c->st));
     }
-    if (E && !early) { /* every entry's noise key of every tensor, once */
-        const size_t nk = (size_t)Ec * m->ntensors;
+    if (E) { /* every entry's noise key of every tensor, once */
+        const size_t nk = (size_t)E * m->ntensors;
         if (nk > c->ukcap) {
             cudaFree(c->ukeys);
             c->ukcap = nk;
@@ -4155,7 +4094,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     };
 #ifdef EGG_MMP
     if (E && c->ugroup) { /* the stacked operands where a quarter of the free memory holds them */
-        const size_t need = (size_t)(c->gsumA + c->gsumB) * (((size_t)Ec * r + BK - 1) / BK * BK);
+        const size_t need = (size_t)(c->gsumA + c->gsumB) * Kp;
         if (need > c->gcap) {
             size_t fr = 0, tot = 0;
             cudaFree(c->Lg);
@@ -4179,26 +4118,18 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         const int KT = Kp / BK;
         int tiles = 0;
         if (!c->otab) { /* the matrices' operand table, once */
-            /* three tables: every row block, then the A rows' blocks only and the B rows' only (upd_early's two halves) */
-            std::vector<UpdOpTab> ot, oa, ob;
-            long long y = 0, ya = 0, yb = 0;
+            std::vector<UpdOpTab> ot;
+            long long y = 0;
             for (int id = 0; id < m->ntensors; id++) {
                 const egg_tensor *t = &m->t[id];
                 if (t->kind == EGG_T_VEC) continue;
                 const bool bl = id != EGG_T_EMB && t->rows % 16 == 0 && t->cols % 16 == 0;
-                const int N = t->rows, nb = (N + t->cols + UPD_ROWS - 1) / UPD_ROWS, na = (N + UPD_ROWS - 1) / UPD_ROWS;
-                const UpdOpTab u{(int)y, N, t->cols, id, 0, bl ? (long long)c->noff[id] : -1, c->gA[id], c->gB[id], (long long)a_span(r, N)};
-                ot.push_back(u);
-                oa.push_back(u); oa.back().y0 = (int)ya;
-                ob.push_back(u); ob.back().y0 = (int)yb; ob.back().rb0 = N / UPD_ROWS; /* a block of A and B rows in both */
-                y += nb; ya += na; yb += nb - N / UPD_ROWS;
+                ot.push_back(UpdOpTab{(int)y, t->rows, t->cols, id, bl ? (long long)c->noff[id] : -1, c->gA[id], c->gB[id],
+                                      (long long)a_span(r, t->rows)});
+                y += (t->rows + t->cols + UPD_ROWS - 1) / UPD_ROWS;
             }
-            const size_t nm = ot.size();
-            c->onmat = (int)nm; c->oyb = y <= 65535 ? (int)y : -1; /* grid y; else a launch per matrix */
-            c->oybp[0] = (int)ya; c->oybp[1] = (int)yb;
-            ot.insert(ot.end(), oa.begin(), oa.end());
-            ot.insert(ot.end(), ob.begin(), ob.end());
-            CK(cudaMalloc(&c->otab, sizeof(UpdOpTab) * (nm ? 3 * nm : 1)));
+            c->onmat = (int)ot.size(); c->oyb = y <= 65535 ? (int)y : -1; /* grid y; else a launch per matrix */
+            CK(cudaMalloc(&c->otab, sizeof(UpdOpTab) * (ot.size() ? ot.size() : 1)));
             CK(cudaMemcpy(c->otab, ot.data(), sizeof(UpdOpTab) * ot.size(), cudaMemcpyHostToDevice));
         }
         for (int id = 0; id < m->ntensors; id++) {
@@ -4211,10 +4142,9 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         }
         if (c->oyb > 0) {
             const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch;
-            if (r == 1 && c->ops4) /* early: Lg is built (A unsigned), Rg takes the signs (the B rows' table) */
-                upd_operands_r1_kernel<<<dim3((unsigned)((Kp + 1023) / 1024), (unsigned)(early ? c->oybp[1] : c->oyb)), 256, 0, c->st>>>(
-                    c->onmat, c->otab + (early ? 2 * c->onmat : 0), E, Kp, c->ukeys, c->ek, c->es, blob ? c->noise : NULL, c->pstride,
-                    c->m0 / 2, c->m1 / 2, Lg, Rg, early ? 2 : 0);
+            if (r == 1 && c->ops4)
+                upd_operands_r1_kernel<<<dim3((unsigned)((Kp + 1023) / 1024), (unsigned)c->oyb), 256, 0, c->st>>>(
+                    c->onmat, c->otab, E, Kp, c->ukeys, c->ek, c->es, blob ? c->noise : NULL, c->pstride, c->m0 / 2, c->m1 / 2, Lg, Rg);
             else
                 upd_operands_all_kernel<<<dim3((unsigned)((Kp + 255) / 256), (unsigned)c->oyb), 256, 0, c->st>>>(
                     c->onmat, c->otab, E, Kp, r, c->ukeys, c->ek, c->es, blob ? c->noise : NULL, c->pstride, c->m0 / 2,
@@ -4506,7 +4436,6 @@ static void cuda_destroy(egg_backend *be) {
         if (c->vev[i]) cudaEventDestroy(c->vev[i]);
     if (c->uev0) cudaEventDestroy(c->uev0);
     if (c->uev) cudaEventDestroy(c->uev);
-    if (c->sev) cudaEventDestroy(c->sev);
     if (c->hek) cudaFreeHost(c->hek);
     if (c->hes) cudaFreeHost(c->hes);
     if (c->hch) cudaFreeHost(c->hch);
@@ -4645,8 +4574,6 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     c->noisew = !(getenv("EGG_CUDA_NOISEW") && atoi(getenv("EGG_CUDA_NOISEW")) == 0);
     c->ops4 = !(getenv("EGG_CUDA_OPS4") && atoi(getenv("EGG_CUDA_OPS4")) == 0);
     c->embln = !(getenv("EGG_CUDA_EMBLN") && atoi(getenv("EGG_CUDA_EMBLN")) == 0);
-    c->earlyl = !(getenv("EGG_CUDA_EARLYL") && atoi(getenv("EGG_CUDA_EARLYL")) == 0);
-    CK(cudaEventCreate(&c->sev));
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
