@@ -2732,8 +2732,6 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
     }
 }
 
-/* EGG-LN with H = 16 LPR (128, 256, 512): LPR lanes a row, 16 bytes a lane (32 / LPR rows a warp; ln_vec_kernel's
- * 4 or 8 bytes a lane had left the DRAM-bound kernel with few bytes in flight); the same operations per element */
 /* EGG-LN of a row held by LPR lanes, 16 bytes a lane: the lane's 16 weights of the row's member mem (in: a row of the
  * launch): the members' perturbed ones (wp), else w perturbed here from the pair's n1, n2 (noise), else w */
 template <int LPR>
@@ -2770,6 +2768,8 @@ __device__ __forceinline__ int4 ln16_apply(int4 xv, int4 wl) {
     for (int e = 0; e < 16; e++) y.b[e] = (signed char)ln_apply(x.b[e], wv.b[e], dv);
     return y.v;
 }
+/* EGG-LN with H = 16 LPR (128, 256, 512): LPR lanes a row, 16 bytes a lane (32 / LPR rows a warp; ln_vec_kernel's
+ * 4 or 8 bytes a lane had left the DRAM-bound kernel with few bytes in flight); the same operations per element */
 template <int LPR>
 __global__ void ln16_kernel(int rows, int nm, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff,
                             int pshift, const int8_t *wp, int8_t *Y) {
