@@ -633,6 +633,19 @@ __device__ __forceinline__ void wg_mma_s8r(int (&d)[128], unsigned a0, unsigned 
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(acc));
 }
+/* wg_mma_s8r with d = a.b (scale-d 0): d's old values are not inputs, so they need no registers before it (the fused
+ * MLP's first down of a row block, whose accumulators are dead from the block before's last epilogue) */
+__device__ __forceinline__ void wg_mma_s8r_set(int (&d)[128], unsigned a0, unsigned a1, unsigned a2, unsigned a3, uint64_t db) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 ".reg .b32 z;\n"
+                 "mov.b32 z, 0;\n"
+                 "setp.ne.b32 p, z, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, {%128,%129,%130,%131}, %132, p;\n"
+                 "}\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7]), "=r"(d[8]), "=r"(d[9]), "=r"(d[10]), "=r"(d[11]), "=r"(d[12]), "=r"(d[13]), "=r"(d[14]), "=r"(d[15]), "=r"(d[16]), "=r"(d[17]), "=r"(d[18]), "=r"(d[19]), "=r"(d[20]), "=r"(d[21]), "=r"(d[22]), "=r"(d[23]), "=r"(d[24]), "=r"(d[25]), "=r"(d[26]), "=r"(d[27]), "=r"(d[28]), "=r"(d[29]), "=r"(d[30]), "=r"(d[31]), "=r"(d[32]), "=r"(d[33]), "=r"(d[34]), "=r"(d[35]), "=r"(d[36]), "=r"(d[37]), "=r"(d[38]), "=r"(d[39]), "=r"(d[40]), "=r"(d[41]), "=r"(d[42]), "=r"(d[43]), "=r"(d[44]), "=r"(d[45]), "=r"(d[46]), "=r"(d[47]), "=r"(d[48]), "=r"(d[49]), "=r"(d[50]), "=r"(d[51]), "=r"(d[52]), "=r"(d[53]), "=r"(d[54]), "=r"(d[55]), "=r"(d[56]), "=r"(d[57]), "=r"(d[58]), "=r"(d[59]), "=r"(d[60]), "=r"(d[61]), "=r"(d[62]), "=r"(d[63]), "=r"(d[64]), "=r"(d[65]), "=r"(d[66]), "=r"(d[67]), "=r"(d[68]), "=r"(d[69]), "=r"(d[70]), "=r"(d[71]), "=r"(d[72]), "=r"(d[73]), "=r"(d[74]), "=r"(d[75]), "=r"(d[76]), "=r"(d[77]), "=r"(d[78]), "=r"(d[79]), "=r"(d[80]), "=r"(d[81]), "=r"(d[82]), "=r"(d[83]), "=r"(d[84]), "=r"(d[85]), "=r"(d[86]), "=r"(d[87]), "=r"(d[88]), "=r"(d[89]), "=r"(d[90]), "=r"(d[91]), "=r"(d[92]), "=r"(d[93]), "=r"(d[94]), "=r"(d[95]), "=r"(d[96]), "=r"(d[97]), "=r"(d[98]), "=r"(d[99]), "=r"(d[100]), "=r"(d[101]), "=r"(d[102]), "=r"(d[103]), "=r"(d[104]), "=r"(d[105]), "=r"(d[106]), "=r"(d[107]), "=r"(d[108]), "=r"(d[109]), "=r"(d[110]), "=r"(d[111]), "=r"(d[112]), "=r"(d[113]), "=r"(d[114]), "=r"(d[115]), "=r"(d[116]), "=r"(d[117]), "=r"(d[118]), "=r"(d[119]), "=r"(d[120]), "=r"(d[121]), "=r"(d[122]), "=r"(d[123]), "=r"(d[124]), "=r"(d[125]), "=r"(d[126]), "=r"(d[127])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db));
+}
 /* m64n32k32 (the persistent GEMM's x . B of 64 rows against 32 pairs' B rows) */
 __device__ __forceinline__ void wg_mma_s8(int (&d)[16], uint64_t da, uint64_t db, int acc = 1) {
     asm volatile("{\n"
@@ -801,23 +814,22 @@ __device__ __forceinline__ void frag_direct_resid(const MMArgs &a, int m0, int n
         ot[q] = m < a.M ? __ldg((const int4 *)(a.other + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig))) : make_int4(0, 0, 0, 0);
     }
 }
-/* LA: the residual added on int16 lanes (add_clip4_lanes: ~9 instructions a word against ~20; the fused MLP's last
- * epilogue; elsewhere it made mmd_kernel spill) */
-template <int MODE, int R, int EP, bool LA = false>
-__device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int *ts, int m0, int n0,
-                                               int warp, int gid, int tig, const int4 (&ot)[4], uint64_t *aempty, int8_t *Y) {
+/* wg_frag_direct's first half: the tile's outputs clip((v + ((t A) >> ps)) >> s) as int8, in its store order (st[hr][k]:
+ * store k of row half hr); the A rows and t read first and released (aempty): the producer reuses Ab two tiles on */
+template <int R, int EP>
+__device__ __forceinline__ void frag_direct_out(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int *ts, int warp, int gid,
+                                                int tig, uint64_t *aempty, int4 (&st)[2][2]) {
     const bool odd = gid & 1;
     int4 Av[2][2];
     int t[2];
 #pragma unroll
-    for (int hr = 0; hr < 2; hr++) { /* the tile's A rows and t first: the producer reuses Ab two tiles on */
+    for (int hr = 0; hr < 2; hr++) {
         const int ml = warp * 16 + gid + hr * 8;
         t[hr] = R > 0 ? ts[ml] : 0;
 #pragma unroll
         for (int q = 0; q < 2; q++) Av[hr][q] = R > 0 ? *(const int4 *)(Ab + as_off(ml >> 1, q * 64 + tig * 16)) : make_int4(0, 0, 0, 0);
     }
     if (R > 0) mbar_arrive(aempty);
-    int4 st[2][2];
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) {
         int4 y[2];
@@ -832,8 +844,15 @@ __device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[6
         st[hr][0] = odd ? r : y[0];
         st[hr][1] = odd ? y[1] : r;
     }
+}
+/* its second half: the stores, together (MODE_RESID: the residual ot added first). LA: on int16 lanes
+ * (add_clip4_lanes: ~9 instructions a word against ~20; the fused MLP's last epilogue; elsewhere it made mmd_kernel
+ * spill) */
+template <int MODE, bool LA = false>
+__device__ __forceinline__ void frag_direct_store(const MMArgs &a, const int4 (&st)[2][2], int m0, int n0, int warp, int gid, int tig,
+                                                  const int4 (&ot)[4], int8_t *Y) {
 #pragma unroll
-    for (int hr = 0; hr < 2; hr++) /* the stores last, together */
+    for (int hr = 0; hr < 2; hr++)
 #pragma unroll
         for (int k = 0; k < 2; k++) {
             const int m = m0 + warp * 16 + hr * 8 + perm_store_row(gid, k);
@@ -845,6 +864,13 @@ __device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[6
             }
             if (m < a.M) *(int4 *)(Y + (size_t)m * a.ldy + n0 + perm_store_col(gid, tig)) = v;
         }
+}
+template <int MODE, int R, int EP, bool LA = false>
+__device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int *ts, int m0, int n0,
+                                               int warp, int gid, int tig, const int4 (&ot)[4], uint64_t *aempty, int8_t *Y) {
+    int4 st[2][2];
+    frag_direct_out<R, EP>(a, d, Ab, ts, warp, gid, tig, aempty, st);
+    frag_direct_store<MODE, LA>(a, st, m0, n0, warp, gid, tig, ot, Y);
 }
 #endif
 /* x . b over 16 bytes */
@@ -1742,10 +1768,19 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         g++;
     };
     auto release = [&](unsigned jr) { mbar_arrive(empty + jr % ML_S); }; /* stage job jr is read */
+    if constexpr (RS) { /* the first block's first up; a later block's is issued by the block before, in its last epilogue */
+        mbar_wait(xfull, 0);
+        issue_up(0);
+    }
     for (int q = 0; q < nrb; q++, j += 2 * NC) {
         const int m0 = ((int)blockIdx.x + q * (int)gridDim.x) * BM;
         int tu[2] = {0, 0}, tn[2] = {0, 0};
-        mbar_wait(xfull, (unsigned)q & 1);
+        if constexpr (!RS) mbar_wait(xfull, (unsigned)q & 1); /* RS: waited before the block's first up */
+        if (RS && (tid & 127) == 0) { /* the warpgroup's rows of the residual into L2, loaded in the last epilogue under the next
+                                       * block's first up (loaded under this block's last down, their registers spilled) */
+            const int rows = min(64, a.M - (m0 + 64 * w));
+            if (rows > 0) l2_prefetch_bulk(a.other + (size_t)(m0 + 64 * w) * a.ldy, (unsigned)(rows * a.ldy));
+        }
         if (R > 0) { /* t_up = sign * (x . B_up): the thread's 16 bytes of each k-step, the row's 4 lanes summed */
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
@@ -1758,13 +1793,16 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 tu[hr] = (r[hr] & 1) ? -t : t;
             }
         }
-        auto issue_down = [&](int cd) { /* down's MMAs of chunk cd (its U tile complete: the barrier after its epilogue; RS: in ua) */
+        /* down's MMAs of chunk cd (its U tile complete: the barrier after its epilogue; RS: in ua); first (RS, a constant at
+         * each call): chunk 0's, whose MMA sets dd rather than adding to it */
+        auto issue_down = [&](int cd, bool first = false) {
             const unsigned jd = j + 2 * cd + 1;
             mbar_wait(full + jd % ML_S, (jd / ML_S) & 1);
             wg_fence();
             if constexpr (RS) { /* k32 step s: units 32 s .. + 31, words 2 s, 2 s + 1 of each row (wg_mma_s8r's fragment) */
                 const uint64_t db = dw0 + (jd % ML_S) * (SB >> 4);
-                wg_mma_s8r(dd, ua[0], ua[4], ua[1], ua[5], db, cd > 0);
+                if (first) wg_mma_s8r_set(dd, ua[0], ua[4], ua[1], ua[5], db);
+                else wg_mma_s8r(dd, ua[0], ua[4], ua[1], ua[5], db);
                 wg_mma_s8r(dd, ua[2], ua[6], ua[3], ua[7], db + 2);
             } else {
                 wg_mma_k64(dd, du0 + (OVL ? (cd & 1) * (2 * 64 * BK >> 4) : 0), dw0 + (jd % ML_S) * (SB >> 4), cd > 0);
@@ -1827,6 +1865,30 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             }
             issue_down(NC - 1);
             wg_commit();
+        } else if constexpr (RS) { /* as below, with chunk c + 1's up issued after chunk c's down (chunk 0's before); chunks 0
+                                    * and NC - 1 peeled, so that no MMA sits behind a branch */
+            wg_wait<0>();
+            release(j);
+            epilogue(0, du);
+            issue_down(0, true);
+            wg_commit();
+            issue_up(j + 2);
+            for (int c = 1; c < NC - 1; c++) {
+                wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
+                release(j + 2 * c);
+                if (c > 0) release(j + 2 * c - 1);
+                epilogue(c, du);
+                issue_down(c);
+                wg_commit();
+                issue_up(j + 2 * c + 2);
+            }
+            wg_wait<0>();
+            release(j + 2 * NC - 2);
+            release(j + 2 * NC - 3);
+            mbar_arrive(xempty); /* the block's x and B_up rows are read */
+            epilogue(NC - 1, du);
+            issue_down(NC - 1);
+            wg_commit();
         } else { /* the epilogue after the chunk's up, the chunk's down after it */
             for (int c = 0; c < NC; c++) {
                 issue_up(j + 2 * c);
@@ -1839,9 +1901,10 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 wg_commit();
             }
         }
-        int4 ot[H / 128][4]; /* the residual in wg_frag_direct's store order */
+        int4 ot[H / 128][4]; /* the residual in wg_frag_direct's store order (RS: loaded under the next block's first up) */
+        if constexpr (!RS)
 #pragma unroll
-        for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
+            for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
         wg_wait<0>();
         if (OVL) release(j + 2 * NC - 3);
         release(j + 2 * NC - 1);
@@ -1856,10 +1919,27 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             __syncwarp();
             mbar_wait(adfull, (unsigned)q & 1);
         }
+        if constexpr (RS) { /* the outputs from the accumulators, then the next block's first up, then the residual's add and the
+                             * stores under it (no instruction may read an accumulator while an MMA is in flight) */
+            int4 st[H / 128][2][2];
 #pragma unroll
-        for (int h = 0; h < H / 128; h++)
-            wg_frag_direct<MODE_RESID, R, 0, true>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, m0, h * BN,
-                                             warp, gid, tig, ot[h], adempty, a.Y);
+            for (int h = 0; h < H / 128; h++)
+                frag_direct_out<R, 0>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, warp, gid, tig, adempty,
+                                      st[h]);
+            if (q + 1 < nrb) {
+                mbar_wait(xfull, (unsigned)(q + 1) & 1);
+                issue_up(j + 2 * NC);
+            }
+#pragma unroll
+            for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
+#pragma unroll
+            for (int h = 0; h < H / 128; h++) frag_direct_store<MODE_RESID, true>(a, st[h], m0, h * BN, warp, gid, tig, ot[h], a.Y);
+        } else {
+#pragma unroll
+            for (int h = 0; h < H / 128; h++)
+                wg_frag_direct<MODE_RESID, R, 0, true>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, m0,
+                                                 h * BN, warp, gid, tig, ot[h], adempty, a.Y);
+        }
     }
     wg_wait<0>();
 }
