@@ -1876,7 +1876,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             for (int c = 1; c < NC - 1; c++) {
                 wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
                 release(j + 2 * c);
-                if (c > 0) release(j + 2 * c - 1);
+                release(j + 2 * c - 1);
                 epilogue(c, du);
                 issue_down(c);
                 wg_commit();
