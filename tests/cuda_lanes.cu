@@ -1,12 +1,15 @@
 /* make test-gpu: the chunk recurrence's gate and mix on four members' bytes (rec_gate4, rec_mix4 in
  * kernels/cuda/egg_lanes.cuh, int16-lane arithmetic and the products taken from packed words) against the CPU
  * reference (egg_clip8, egg_gru_gate, egg_gru_mix of src/egg_math.h), exhaustively: every int8 input of every lane;
- * and the residual's clipped add on int16 lanes (add_clip4_lanes) against egg_clip8.
+ * the residual's clipped add on int16 lanes (add_clip4_lanes) against egg_clip8; EGG-LN's word helpers
+ * (kernels/cuda/egg_ln.cuh): ln_word against egg_ln_apply for every divisor 1..127 and every pair of int8 in every
+ * byte, abs_sum4w against the sum of the bytes' absolute values for every 32-bit word.
  * Exit 0: all equal; 1: mismatches (the first printed); 77: no sm_90 GPU to run on. */
 #include <cstdio>
 #include <cstdint>
 #include "egg_math.h"
 #include "cuda/egg_lanes.cuh"
+#include "cuda/egg_ln.cuh"
 
 struct Bad { unsigned long long n; int what, a, b, c, d; };
 
@@ -62,6 +65,25 @@ __global__ void check(Bad *bad) {
         }
 }
 
+/* block (d - 1, x + 128), thread w + 128: byte q of the words holds x + 64 q (wrapped to int8) and w */
+__global__ void check_ln(Bad *bad) {
+    const int d = (int)blockIdx.x + 1, x = (int)blockIdx.y - 128, w = (int)threadIdx.x - 128;
+    int xs[4], ws[4];
+    for (int q = 0; q < 4; q++) xs[q] = (int)(signed char)(x + 64 * q), ws[q] = w;
+    const unsigned y = ln_word(pack(xs), pack(ws), ln_mq(d));
+    for (int q = 0; q < 4; q++)
+        if (byte_of(y, q) != egg_ln_apply(xs[q], ws[q], d)) report(bad, 4, xs[q], ws[q], d, byte_of(y, q));
+}
+/* every 32-bit word */
+__global__ void check_abs(Bad *bad) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < (1ull << 32); i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned v = (unsigned)i;
+        int s = 0;
+        for (int q = 0; q < 4; q++) s += abs(byte_of(v, q));
+        if (abs_sum4w(v) != s) report(bad, 5, (int)v, s, abs_sum4w(v), 0);
+    }
+}
+
 int main() {
     int dev = 0, n = 0;
     cudaDeviceProp prop;
@@ -73,16 +95,19 @@ int main() {
     if (cudaMalloc(&d, sizeof(Bad)) != cudaSuccess) return 1;
     cudaMemset(d, 0, sizeof(Bad));
     check<<<dim3(255, 255), 256>>>(d);
+    check_ln<<<dim3(127, 256), 256>>>(d);
+    check_abs<<<4 * prop.multiProcessorCount, 1024>>>(d);
     const cudaError_t e = cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         printf("cuda_lanes: %s\n", cudaGetErrorString(e));
         return 1;
     }
-    static const char *what[4] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes"};
+    static const char *what[6] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w"};
     if (h.n) {
         printf("cuda_lanes: %llu mismatches; first %s at inputs %d %d %d %d\n", h.n, what[h.what], h.a, h.b, h.c, h.d);
         return 1;
     }
-    printf("cuda_lanes: rec_gate4, rec_mix4 and add_clip4_lanes equal the CPU reference on every int8 input of every lane\n");
+    printf("cuda_lanes: rec_gate4, rec_mix4, add_clip4_lanes and ln_word equal the CPU reference on every int8 input of every lane "
+           "(ln_word: every divisor 1..127), abs_sum4w on every word\n");
     return 0;
 }

@@ -520,11 +520,14 @@ __device__ __forceinline__ int ln_apply(int x, int w, lnq q) {
 }
 union w4u { int w; signed char b[4]; };
 union bytes16 { int4 v; signed char b[16]; };
+#if !defined(__HIPCC__)
+#include "cuda/egg_ln.cuh" /* abs_sum4w, ln_word */
+#endif
 __device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
 #if defined(__HIPCC__)
     return abs(u.b[0]) + abs(u.b[1]) + abs(u.b[2]) + abs(u.b[3]);
 #else
-    return __dp4a((int)__vabsss4((unsigned)u.w), 0x01010101, 0);
+    return abs_sum4w((unsigned)u.w);
 #endif
 }
 
@@ -532,8 +535,11 @@ __device__ __forceinline__ int abs_sum4(w4u u) { /* |b0| + |b1| + |b2| + |b3| */
 /* lnq_make(d) for every divisor a row of int8 can give (d = 1..127: |x| <= 127), set once per device */
 __constant__ lnq c_lnq[128];
 #define LNQ(d) c_lnq[d]
+__constant__ int c_lnm[128]; /* ln_mq(d) for those divisors (ln_word) */
+#define LNM(d) c_lnm[d]
 #else
 #define LNQ(d) lnq_make(d)
+#define LNM(d) ln_mq(d)
 #endif
 
 /* ------------------------------------------- persistent forward GEMM */
@@ -2296,15 +2302,11 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
                             sa += __shfl_xor_sync(0xffffffffu, sa, 2);
                             sa += __shfl_xor_sync(0xffffffffu, sa, 8);
                             if (H == 256) sa += __shfl_xor_sync(0xffffffffu, sa, 16);
-                            const lnq dv = LNQ(egg_ln_div(sa, H)); /* d <= 127: |R| <= 127 */
+                            const int mq = LNM(egg_ln_div(sa, H)); /* d <= 127: |R| <= 127 */
                             bytes16 wl, xo;
                             wl.v = R > 0 ? (SEP ? *(const int4 *)(Pb + 2 * RBM * H + sw(row, col)) : wlg.v) : lw.v;
 #pragma unroll
-                            for (int w = 0; w < 4; w++) {
-                                const unsigned rw = (unsigned)(&o2.v.x)[w], ww = (unsigned)(&wl.v.x)[w];
-                                (&xo.v.x)[w] = (int)pack4i(ln_apply(sx8<0>(rw), sx8<0>(ww), dv), ln_apply(sx8<1>(rw), sx8<1>(ww), dv),
-                                                           ln_apply(sx8<2>(rw), sx8<2>(ww), dv), ln_apply(sx8<3>(rw), sx8<3>(ww), dv));
-                            }
+                            for (int w = 0; w < 4; w++) (&xo.v.x)[w] = (int)ln_word((unsigned)(&o2.v.x)[w], (unsigned)(&wl.v.x)[w], mq);
                             if (ok) *(int4 *)(a.XN + gi) = xo.v;
                         }
                     }
@@ -2421,14 +2423,10 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 if constexpr (WLP) wl = wls[hr];
                 else wl = __ldg((const int4 *)(R > 0 ? a.bpl + gi : a.ln + c0));
                 const int4 rv = *(const int4 *)(Rs + sw(row[hr], c0));
-                const lnq dv = LNQ(egg_ln_div(sum4(lns[row[hr]]), H));
+                const int mq = LNM(egg_ln_div(sum4(lns[row[hr]]), H));
                 int4 xo;
 #pragma unroll
-                for (int w = 0; w < 4; w++) {
-                    const unsigned rw = (unsigned)(&rv.x)[w], ww = (unsigned)(&wl.x)[w];
-                    (&xo.x)[w] = (int)pack4i(ln_apply(sx8<0>(rw), sx8<0>(ww), dv), ln_apply(sx8<1>(rw), sx8<1>(ww), dv),
-                                             ln_apply(sx8<2>(rw), sx8<2>(ww), dv), ln_apply(sx8<3>(rw), sx8<3>(ww), dv));
-                }
+                for (int w = 0; w < 4; w++) (&xo.x)[w] = (int)ln_word((unsigned)(&rv.x)[w], (unsigned)(&wl.x)[w], mq);
                 if (ok[hr]) *(int4 *)(a.XN + tb0 + gi) = xo;
             }
         };
@@ -2843,9 +2841,15 @@ __device__ __forceinline__ int4 ln16_apply(int4 xv, int4 wl) {
     for (int q = 0; q < 4; q++) sa += abs_sum4(w4u{(&x.v.x)[q]});
 #pragma unroll
     for (int o = LPR / 2; o; o >>= 1) sa += __shfl_xor_sync(0xffffffffu, sa, o); /* within the row's LPR lanes */
+#if defined(__HIPCC__)
     const lnq dv = LNQ(egg_ln_div(sa, H)); /* d <= 127: |x| <= 127 */
 #pragma unroll
     for (int e = 0; e < 16; e++) y.b[e] = (signed char)ln_apply(x.b[e], wv.b[e], dv);
+#else
+    const int mq = LNM(egg_ln_div(sa, H));
+#pragma unroll
+    for (int q = 0; q < 4; q++) (&y.v.x)[q] = (int)ln_word((unsigned)(&x.v.x)[q], (unsigned)(&wv.v.x)[q], mq);
+#endif
     return y.v;
 }
 /* EGG-LN with H = 16 LPR (128, 256, 512): LPR lanes a row, 16 bytes a lane (32 / LPR rows a warp; ln_vec_kernel's
@@ -4745,6 +4749,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             t[d] = d <= 1 ? lnq{65536u, 16} : lnq{v.M, 16 + v.j};
         }
         CK(cudaMemcpyToSymbol(c_lnq, t, sizeof t));
+        int tm[128];
+        for (int d = 0; d < 128; d++) tm[d] = ln_mq(d > 0 ? d : 1);
+        CK(cudaMemcpyToSymbol(c_lnm, tm, sizeof tm));
     }
     {
         const char *e = getenv("EGG_CUDA_MMP");

@@ -17,10 +17,6 @@ __device__ __forceinline__ unsigned lo2(unsigned w) { return prmt<0x9180>(w, 0);
 __device__ __forceinline__ unsigned hi2(unsigned w) { return prmt<0xb3a2>(w, 0); }
 /* the low bytes of the lanes of l (bytes 0, 1) and h (bytes 2, 3): lanes in -128..127 back to int8 */
 __device__ __forceinline__ unsigned pack4(unsigned l, unsigned h) { return prmt<0x6420>(l, h); }
-/* the low bytes of four int32 */
-__device__ __forceinline__ unsigned pack4i(int a, int b, int c, int d) {
-    return prmt<0x5410>(prmt<0x5140>((unsigned)a, (unsigned)b), prmt<0x5140>((unsigned)c, (unsigned)d));
-}
 __device__ __forceinline__ unsigned add2(unsigned a, unsigned b) {
     unsigned d;
     asm("add.s16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));

@@ -1,0 +1,43 @@
+/* egg: EGG-LN's byte arithmetic on CUDA (every arch the build targets), on four int8 of a word at a time: the row's
+ * sum of absolute values and egg_ln_apply. Included by kernels/cuda/egg_cuda.cu and by tests/cuda_lanes.cu, which
+ * checks both exhaustively against the CPU reference (src/egg_math.h). */
+#ifndef EGG_LN_CUH
+#define EGG_LN_CUH
+/* |b0| + |b1| + |b2| + |b3| of the word's int8: the bytes times their signs (-1 where negative, else 1: each byte's
+ * sign spread by a prmt, or 1) by one dp4a, 3 instructions (__vabsss4 and a dp4a of it by ones compiled to 5 on sm_90) */
+__device__ __forceinline__ int abs_sum4w(unsigned x) {
+    unsigned sg;
+    asm("prmt.b32 %0, %1, 0, 0xba98;" : "=r"(sg) : "r"(x));
+    return __dp4a((int)x, (int)(sg | 0x01010101u), 0);
+}
+/* egg_ln_apply (clip8((x w) / d), C division) of byte k of a row's word x with byte k of its weights' word w, given
+ * the row's mq = 2^24 / d + 1: (x w) / d = ((256 x w) mq >> 32) + (x w < 0), exact for every int8 x, w and d = 1..127
+ * (|256 x w| <= 2^22), 256 w sign-extended from w's byte by one prmt: ~8 instructions a byte where the multiply-shift
+ * of |x w| by a table entry and the sign took ~10. Unclipped here: |.| <= 128^2 */
+template <int k> __device__ __forceinline__ int ln_byte(unsigned x, unsigned w, int mq) {
+    int xk, w256;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(xk) : "r"(x), "n"((8 | k) * 0x1110 | k));
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(w256) : "r"(w), "n"((8 | k) * 0x1100 | k << 4 | 4));
+    const int p = xk * w256;
+    return __mulhi(p, mq) + (int)((unsigned)p >> 31);
+}
+/* the row's mq for a divisor d = 1..127 */
+__host__ __device__ __forceinline__ int ln_mq(int d) { return (1 << 24) / d + 1; }
+/* the four bytes of a word, clipped (sm_90: two at a time on int16 lanes) */
+__device__ __forceinline__ unsigned ln_word(unsigned x, unsigned w, int mq) {
+    const int q0 = ln_byte<0>(x, w, mq), q1 = ln_byte<1>(x, w, mq), q2 = ln_byte<2>(x, w, mq), q3 = ln_byte<3>(x, w, mq);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    auto clip2 = [](unsigned l) {
+        unsigned d;
+        asm("max.s16x2 %0, %1, %2;" : "=r"(d) : "r"(l), "r"(0xff81ff81u));
+        asm("min.s16x2 %0, %0, %1;" : "+r"(d) : "r"(0x007f007fu));
+        return d;
+    };
+    return __byte_perm(clip2(__byte_perm((unsigned)q0, (unsigned)q1, 0x5410u)), clip2(__byte_perm((unsigned)q2, (unsigned)q3, 0x5410u)),
+                       0x6420u);
+#else
+    auto c = [](int q) { return (unsigned)min(max(q, -127), 127); };
+    return __byte_perm(__byte_perm(c(q0), c(q1), 0x0040u), __byte_perm(c(q2), c(q3), 0x0040u), 0x5410u);
+#endif
+}
+#endif
