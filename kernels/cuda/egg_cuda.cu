@@ -679,9 +679,10 @@ __device__ __forceinline__ void l2_prefetch_bulk(const void *p, unsigned bytes) 
 /* epi_pair<1> at s = 8 with K <= 256 and ps >= 8, as two int16 lanes: u = v + ((t A) >> ps) has |u| < 2^23, so
  * u >> 8 is bytes 1, 2 of u, and the clip runs on int16 lanes. ONE (ps = 8): u >> 8 = (256 v + t A) >> 16 (the floors
  * compose; |256 v + t A| < 2^31 at K <= 256), bytes 2, 3 */
-template <bool ONE>
+template <bool ONE, bool V256 = false> /* V256 (ONE): v0, v1 are 256 v already (EP 3) */
 __device__ __forceinline__ unsigned epi_lanes8(int v0, int v1, int a0, int a1, int t, int ps) { /* a0, a1: the A values */
-    const unsigned l = ONE ? prmt<0x7632>((unsigned)(v0 * 256 + t * a0), (unsigned)(v1 * 256 + t * a1))
+    constexpr int S = V256 ? 1 : 256;
+    const unsigned l = ONE ? prmt<0x7632>((unsigned)(v0 * S + t * a0), (unsigned)(v1 * S + t * a1))
                            : prmt<0x6521>((unsigned)(v0 + ((t * a0) >> ps)), (unsigned)(v1 + ((t * a1) >> ps)));
     return clip2_add(l, 0);
 }
@@ -691,12 +692,13 @@ __device__ __forceinline__ unsigned short epi_pair8(int v0, int v1, unsigned Aw,
     return (unsigned short)prmt<0x0020>(epi_lanes8<ONE>(v0, v1, sx8<0>(Aw), sx8<1>(Aw), t, ps), 0);
 }
 /* four adjacent outputs of the rank-1 epilogue (v0 v1 u0 u1; Aw: their four A bytes) as two words of int16 lanes
- * (l: v0 v1, h: u0 u1); EP: 2, 1 epi_lanes8<true>, <false>, 0 epi_pair<R> */
+ * (l: v0 v1, h: u0 u1); EP: 3 epi_lanes8<true> of accumulators copied out as 256 v (mmx_kernel: the copy's shift
+ * is the epilogue's), 2, 1 epi_lanes8<true>, <false>, 0 epi_pair<R> */
 template <int R, int EP>
 __device__ __forceinline__ void epi_quad(int v0, int v1, int u0, int u1, unsigned Aw, int t, int s, int ps, unsigned &l, unsigned &h) {
     if (EP) {
-        l = epi_lanes8<EP == 2>(v0, v1, sx8<0>(Aw), sx8<1>(Aw), t, ps);
-        h = epi_lanes8<EP == 2>(u0, u1, sx8<2>(Aw), sx8<3>(Aw), t, ps);
+        l = epi_lanes8<EP >= 2, EP == 3>(v0, v1, sx8<0>(Aw), sx8<1>(Aw), t, ps);
+        h = epi_lanes8<EP >= 2, EP == 3>(u0, u1, sx8<2>(Aw), sx8<3>(Aw), t, ps);
     } else {
         const unsigned y = (unsigned)epi_pair<R>(v0, v1, (unsigned short)Aw, t, s, ps) |
                            (unsigned)epi_pair<R>(u0, u1, (unsigned short)(Aw >> 16), t, s, ps) << 16;
@@ -781,6 +783,7 @@ __device__ __forceinline__ int as_off(int p, int col) { return p * BN + ((((col 
 template <int R, int EP = 0> /* EP: 1 epi_pair8<false>, 2 epi_pair8<true> */
 __device__ __forceinline__ void wg_frag_out(const int (&d)[64], int8_t *Os, const int8_t *Ab, const int *ts, int warp, int gid,
                                             int tig, int s, int ps) {
+    static_assert(EP < 3, "EP 3 (accumulators as 256 v) is epi_quad's");
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) {
         const int ml = warp * 16 + gid + hr * 8;
@@ -1467,7 +1470,8 @@ struct MmxConsumer {
         wg_commit();
     }
     /* the tile's MMAs done: its stages released, its accumulators copied out (opaque moves: the compiler keeps
-     * them after the wait, and the copies are no accumulators of the next tile's MMAs) */
+     * them after the wait, and the copies are no accumulators of the next tile's MMAs; EP 2: as 256 v, the
+     * epilogue's first operation, so the copy costs no instruction of its own: EP 3) */
     __device__ __forceinline__ void retire(int q, int ni, const int (&d)[64], const int (&dt)[16], int (&e)[64]) {
         wg_wait<0>();
 #pragma unroll
@@ -1477,7 +1481,10 @@ struct MmxConsumer {
         }
         if (ni == a.ntn - 1) mbar_arrive(xempty + (q & 1)); /* the row block's X and B rows are read */
 #pragma unroll
-        for (int i = 0; i < 64; i++) asm volatile("mov.b32 %0, %1;" : "=r"(e[i]) : "r"(d[i]));
+        for (int i = 0; i < 64; i++) {
+            if (EP == 2) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[i]) : "r"(d[i]));
+            else asm volatile("mov.b32 %0, %1;" : "=r"(e[i]) : "r"(d[i]));
+        }
         const int tn = DUAL && ni >= half;
         if (R > 0 && ni == tn * half) { /* a warp's ts rows are its own fragment rows */
             wg_ts(dt, ts + ((q & 1) * NT + tn) * BM, warp, gid, tig);
@@ -1487,7 +1494,7 @@ struct MmxConsumer {
     __device__ __forceinline__ void epilogue(int it, int q, int ni, const int (&e)[64]) {
         const int4 ot[4] = {}; /* PLAIN: no residual */
         const int tn = DUAL && ni >= half;
-        wg_frag_direct<MODE_PLAIN, R, EP>(a, e, As + (it % MX_AS) * (BM / 2) * BN, ts + ((q & 1) * NT + tn) * BM,
+        wg_frag_direct<MODE_PLAIN, R, EP == 2 ? 3 : EP>(a, e, As + (it % MX_AS) * (BM / 2) * BN, ts + ((q & 1) * NT + tn) * BM,
                                           ((int)blockIdx.x + q * (int)gridDim.x) * BM, (ni - tn * half) * BN, warp, gid, tig, ot,
                                           aempty + it % MX_AS, tn ? a.Y2 : a.Y);
     }
@@ -1818,9 +1825,10 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
          * rows of up and B rows of down from the chunk's noise buffer */
         auto epilogue = [&](int c, const int (&v)[32]) {
             const int8_t *nb = An + (ac % ML_MA) * 2 * 64 * BK;
-            /* the four U bytes of accumulator groups 2 q4, 2 q4 + 1 of row hr (Aw: their A bytes) */
+            /* the four U bytes of accumulator groups 2 q4, 2 q4 + 1 of row hr (Aw: their A bytes; OVL with EP 2: v is
+             * the copy as 256 v, EP 3) */
             auto quad = [&](int hr, int q4, unsigned Aw) {
-                return epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr], v[8 * q4 + 4 + 2 * hr + 1],
+                return epi_quad_bytes<R, OVL && EP == 2 ? 3 : EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr], v[8 * q4 + 4 + 2 * hr + 1],
                                              R > 0 ? Aw : 0u, tu[hr], 8, a.pshift);
             };
             if constexpr (RS) { /* W_up's copy wpermu_row: accumulator groups 2 q, 2 q + 1 of row hr are units 16 q + 4 tig .. + 3 */
@@ -1863,7 +1871,10 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 if (c >= 2) release(j + 2 * c - 3);
                 if (c == NC - 1) mbar_arrive(xempty); /* the block's x and B_up rows are read */
 #pragma unroll
-                for (int i = 0; i < 32; i++) asm volatile("mov.b32 %0, %1;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
+                for (int i = 0; i < 32; i++) {
+                    if (EP == 2) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
+                    else asm volatile("mov.b32 %0, %1;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
+                }
                 if (c >= 1) issue_down(c - 1);
                 if (c + 1 < NC) issue_up(j + 2 * c + 2);
                 else if (c >= 1) wg_commit();
