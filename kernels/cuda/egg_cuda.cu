@@ -2396,7 +2396,10 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1], (unsigned)(&Av.x)[w],
                             t, s, ps, yl[w], yu[w]);
     };
-    const bool lnf = H == 128 || (R > 0 && a.bpl != NULL); /* EGG-LN2 here: always at H = 128 (as rchunk_kernel) */
+    /* EGG-LN2 here: always at H = 128 (as rchunk_kernel), at 256 with noise (the host launches it there only with the
+     * members' LN2 weights, a.bpl): a constant, as a flag read at run time left a branch around each of its row sums in
+     * the phase-1 epilogue */
+    constexpr bool lnf = H == 128 || R > 0;
     const size_t nH = (size_t)n * H;
     int d[NW / 2];
     /* at <256, 1, 2> ptxas keeps nrb in local memory: the 4-byte spill `-warn-spills` reports, one load a row block
@@ -3833,7 +3836,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 /* the pass on the fragments where the step's perturbed biases (and at H = 128 LN2 weights) are at hand;
                  * at H = 128 not with the epilogue of perturbation shifts > 8, which spills there */
                 const int ep = rc2.s == 8 ? (c->pshift == 8 ? 2 : c->pshift > 8 ? 1 : 0) : 0;
-                if (c->rreg && (!nz || (rc2.bpf && (H == 256 || (rc2.bpl && ep != 1))))) {
+                if (c->rreg && (!nz || (rc2.bpf && rc2.bpl && (H == 256 || ep != 1)))) {
                     const int nr = nrb < c->rreg_ctas[H == 256] ? nrb : c->rreg_ctas[H == 256];
                     if (H == 256 && nz && ep == 2) rreg_kernel<256, 1, 2><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
                     else if (H == 256 && nz && ep == 1) rreg_kernel<256, 1, 1><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
