@@ -46,7 +46,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # kernel (mmp; EGG_CUDA_MMP=n caps its CTAs so each walks many tiles, EGG_CUDA_MMP=0 uses the
 # per-tile kernel; on sm_90a its X and W tiles come by TMA, EGG_CUDA_TMA=0: cp.async, and at rank 1
 # with members a multiple of 128 the pairs' noise rows too; else by cp.async); on an sm_90a build the recurrence at hidden 128/256 (rank <= 1) is one kernel
-# per layer and chunk that also applies EGG-LN2 (EGG_CUDA_LN2FUSE=0: the LN kernel at hidden 256;
+# per layer and chunk that also applies EGG-LN2 (EGG_CUDA_LN2FUSE=0: the LN kernel at hidden 256, the staged pass;
 # the pass runs on the MMA fragments in registers, EGG_CUDA_RREG=0: staged in shared memory)
 # The warp-specialised GEMM reads a copy of each weight matrix with its rows permuted per 128 so that its
 # epilogue stores from the MMA fragments (EGG_CUDA_WPERM=0: staged in shared memory); the update keeps it equal.
