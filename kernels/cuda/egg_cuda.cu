@@ -1722,9 +1722,9 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
  *         words of down's A fragment instead, kept in registers (no U tile);
  *   down: m64nHk32 MMAs of that U tile (RS: those registers) against Wdown's chunk of columns, accumulating over the
  *         chunks.
- * The two warpgroups issue their up MMAs in turns, so one's epilogue runs under the other's MMAs; at H = 128 a
+ * At H = 128 the two warpgroups issue their up MMAs in turns, so one's epilogue runs under the other's MMAs, and a
  * chunk's epilogue also runs on a copy of its up accumulators, under the warpgroup's own next up and previous down
- * (OVL). t_up = sign * (x . B_up) comes from dp4a over the resident x at the block's start. Wup's and Wdown's chunks
+ * (OVL); at 256 each issues as it is ready. t_up = sign * (x . B_up) comes from dp4a over the resident x at the block's start. Wup's and Wdown's chunks
  * come through one ring of stages (a producer warpgroup, TMA); the pairs' B rows of up with the block's x, the A rows
  * of up and the B rows of down per chunk, the A rows of down per block. After the last chunk the down accumulators
  * go out through wg_frag_direct (residual added), as in mmd_kernel. Same integer operations as up in mmx_kernel and
@@ -1767,17 +1767,19 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
     unsigned ac = 0; /* the chunk's noise buffer, counted over the blocks */
     unsigned g = 0;  /* chunks whose up this warpgroup issued, over the blocks */
     auto issue_up = [&](unsigned ju) { /* up's MMAs of the chunk at stage job ju */
-        /* warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0 issued g's:
-         * the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in step, both
-         * epilogues ran at once with the tensor cores idle) */
-        if (w == 1 || g > 0) mbar_wait(turn + w, (w == 0 ? g - 1 : g) & 1);
+        /* H = 128: warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0
+         * issued g's: the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in
+         * step, both epilogues ran at once with the tensor cores idle). At H = 256 (RS) the two issue as they are ready:
+         * the turns measured 5% slower there (MLP 854.7 against 901.3 us a launch), and no different at 128 */
+        if constexpr (!RS)
+            if (w == 1 || g > 0) mbar_wait(turn + w, (w == 0 ? g - 1 : g) & 1);
         mbar_wait(full + ju % ML_S, (ju / ML_S) & 1);
         const unsigned so = (ju % ML_S) * (SB >> 4);
         wg_fence();
 #pragma unroll
         for (int kt = 0; kt < KT; kt++) wg_mma_k64(du, dx0 + kt * (BM * BK >> 4), dw0 + so + kt * (64 * BK >> 4), kt > 0);
         wg_commit();
-        mbar_arrive(turn + (1 - w));
+        if constexpr (!RS) mbar_arrive(turn + (1 - w));
         g++;
     };
     auto release = [&](unsigned jr) { mbar_arrive(empty + jr % ML_S); }; /* stage job jr is read */
@@ -1936,9 +1938,13 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             __syncwarp();
             mbar_wait(adfull, (unsigned)q & 1);
         }
-        if constexpr (RS) { /* the outputs from the accumulators, then the next block's first up, then the residual's add and the
-                             * stores under it (no instruction may read an accumulator while an MMA is in flight) */
+        if constexpr (RS) { /* the residual's loads, the outputs from the accumulators (under the loads), then the next block's
+                             * first up, then the residual's add and the stores under it (no instruction may read an
+                             * accumulator while an MMA is in flight); the loads after the outputs had left their L2
+                             * latency before the stores: 20% of the kernel with both gone (a timing hack) */
             int4 st[H / 128][2][2];
+#pragma unroll
+            for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
 #pragma unroll
             for (int h = 0; h < H / 128; h++)
                 frag_direct_out<R, 0>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, warp, gid, tig, adempty,
@@ -1947,8 +1953,6 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 mbar_wait(xfull, (unsigned)(q + 1) & 1);
                 issue_up(j + 2 * NC);
             }
-#pragma unroll
-            for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
 #pragma unroll
             for (int h = 0; h < H / 128; h++) frag_direct_store<MODE_RESID, true>(a, st[h], m0, h * BN, warp, gid, tig, ot[h], a.Y);
         } else {
