@@ -49,8 +49,9 @@ ifneq ($(NVCC),)
   NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
                -Xcompiler -fPIC -Xptxas -warn-spills --expt-relaxed-constexpr -diag-suppress 20091 -Isrc -Ikernels $(MPIFLAGS)
   OBJS += $(BUILD)/egg_cuda.o
-  # the recurrence's byte-lane helpers checked exhaustively against the CPU reference (make test-gpu runs it)
-  CUDA_TESTS := $(BUILD)/cuda_lanes
+  # the recurrence's byte-lane helpers checked exhaustively against the CPU reference (make test-gpu runs it), and the
+  # int8 wgmma issue-rate probe (tools/wgmma_rate.cu, a diagnostic run by hand on the GPU machine)
+  CUDA_TESTS := $(BUILD)/cuda_lanes $(BUILD)/wgmma_rate
   CFLAGS += -DEGG_HAVE_CUDA
   EXTRA_LIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
   BACKENDS += cuda
@@ -108,6 +109,8 @@ $(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGSTAMP) | $(BUILD)
 
 $(BUILD)/cuda_lanes: tests/cuda_lanes.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh src/egg_math.h src/egg_tables.h $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -diag-suppress 20091 -Isrc -Ikernels $< -o $@
+$(BUILD)/wgmma_rate: tools/wgmma_rate.cu $(FLAGSTAMP) | $(BUILD)
+	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a $< -o $@
 $(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) -c $< -o $@
 
