@@ -1724,11 +1724,11 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
  *         chunks.
  * At H = 128 the two warpgroups issue their up MMAs in turns, so one's epilogue runs under the other's MMAs, and a
  * chunk's epilogue also runs on a copy of its up accumulators, under the warpgroup's own next up and previous down
- * (OVL); at 256 each issues as it is ready. t_up = sign * (x . B_up) comes from dp4a over the resident x at the block's start. Wup's and Wdown's chunks
- * come through one ring of stages (a producer warpgroup, TMA); the pairs' B rows of up with the block's x, the A rows
- * of up and the B rows of down per chunk, the A rows of down per block. After the last chunk the down accumulators
- * go out through wg_frag_direct (residual added), as in mmd_kernel. Same integer operations as up in mmx_kernel and
- * down in mmd_kernel. */
+ * (OVL); at 256 each issues as it is ready. t_up = sign * (x . B_up) comes from dp4a over the resident x at the
+ * block's start. Wup's and Wdown's chunks come through one ring of stages (a producer warpgroup, TMA); the pairs' B
+ * rows of up with the block's x, the A rows of up and the B rows of down per chunk, the A rows of down per block.
+ * After the last chunk the down accumulators go out through wg_frag_direct (residual added), as in mmd_kernel. Same
+ * integer operations as up in mmx_kernel and down in mmd_kernel. */
 /* W stages of 64 H bytes: a chunk's up ([H/64][64][64]: its 64 rows of Wup) is job j, its down ([H][64]) j + 1; 8 at H = 256
  * where down's A comes from registers (ml_rs: no U tiles in shared memory) */
 __host__ __device__ constexpr int ml_stages(int H) { return H == 256 ? 8 : 7; }
