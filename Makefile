@@ -109,12 +109,12 @@ $(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGSTAMP) | $(BUILD)
 
 $(BUILD)/cuda_lanes: tests/cuda_lanes.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh src/egg_math.h src/egg_tables.h $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -diag-suppress 20091 -Isrc -Ikernels $< -o $@
-$(BUILD)/wgmma_rate: tools/wgmma_rate.cu $(FLAGSTAMP) | $(BUILD)
-	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a $< -o $@
-$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
+$(BUILD)/wgmma_rate: tools/wgmma_rate.cu kernels/cuda/egg_wgmma.cuh $(FLAGSTAMP) | $(BUILD)
+	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Ikernels $< -o $@
+$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh kernels/cuda/egg_wgmma.cuh kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) -c $< -o $@
 
-$(BUILD)/egg_hip.o: kernels/hip/egg_hip.cpp kernels/cuda/egg_cuda.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh kernels/egg_gpu.h $(wildcard kernels/hip/*.h kernels/hip/compat/*.h) \
+$(BUILD)/egg_hip.o: kernels/hip/egg_hip.cpp kernels/cuda/egg_cuda.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh kernels/cuda/egg_wgmma.cuh kernels/egg_gpu.h $(wildcard kernels/hip/*.h kernels/hip/compat/*.h) \
                     src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
 	$(if $(HIP_DEVLIB_ARCH),bash tools/hip_devlib.sh $(BUILD)/hip-devlib $(HIP_DEVLIB_ARCH) >/dev/null &&) $(HIPCC) $(HIPCCFLAGS) -c $< -o $@
 
