@@ -123,6 +123,8 @@ configs=(
   "h128-r1-noise-4-values-a-thread|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6|EGG_CUDA_NOISEW=0"
   "h256-r1-update-operands-an-entry-a-thread|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_OPS4=0"
   "h128-r1-ln1-own-launch|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6|EGG_CUDA_EMBLN=0"
+  "h256-r4-sigma0-embedding-pert-shift-4|--hidden 256 --layers 1 --rank 4 --pop 130 --seq 6 --sigma-shift 0"
+  "h256-r1-sigma14-embedding-pert-shift-18|--hidden 256 --layers 1 --rank 1 --pop 130 --seq 6 --sigma-shift 14"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then
