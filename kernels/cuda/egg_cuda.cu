@@ -2872,10 +2872,10 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
             const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff + off;
             int p[K4][4] = {};
 #ifdef MMP_WGMMA
-            /* sm_90a: p 2^(16 - pshift) summed, so that its high half is p >> pshift (|p| < 2^16 at rank <= 4, so the
-             * product stays below 2^28); two bytes' high halves make a word of int16 lanes (one prmt), which are added
-             * to the embedding's bytes and clipped two at a time (about 4 instructions a byte where the bytes one by
-             * one took about 9) */
+            /* sm_90a: p 2^(16 - pshift) summed, so that its high half is p >> pshift (|p| <= 16 * 90 * 127 < 2^18 at
+             * rank <= 16, noise values in -90..90: the sum stays below 2^30, and p >> pshift fits an int16 lane); two
+             * bytes' high halves make a word of int16 lanes (one prmt), which are added to the embedding's bytes and
+             * clipped two at a time (about 4 instructions a byte where the bytes one by one took about 9) */
             if (pshift <= 16) {
                 for (int j = 0; j < r; j++) {
                     const int av = sign * egg_noise(key, (uint32_t)(tok * r + j)) * (1 << (16 - pshift));
