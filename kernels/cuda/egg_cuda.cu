@@ -2870,24 +2870,28 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
             const uint64_t key = ekeys ? ekeys[m >> 1] : egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
             const int sign = (m & 1) ? -1 : 1;
             const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff + off;
-            int p[K4][4] = {};
+            /* sm_90a (lanes): p 2^(16 - pshift) summed, so that its high half is p >> pshift (|p| <= 16 * 90 * 127 <
+             * 2^18 at rank <= 16, noise values in -90..90: the sum stays below 2^30, and p >> pshift fits an int16
+             * lane); two bytes' high halves make a word of int16 lanes (one prmt), which are added to the embedding's
+             * bytes and clipped two at a time (about 4 instructions a byte where the bytes one by one took about 9) */
 #ifdef MMP_WGMMA
-            /* sm_90a: p 2^(16 - pshift) summed, so that its high half is p >> pshift (|p| <= 16 * 90 * 127 < 2^18 at
-             * rank <= 16, noise values in -90..90: the sum stays below 2^30, and p >> pshift fits an int16 lane); two
-             * bytes' high halves make a word of int16 lanes (one prmt), which are added to the embedding's bytes and
-             * clipped two at a time (about 4 instructions a byte where the bytes one by one took about 9) */
-            if (pshift <= 16) {
-                for (int j = 0; j < r; j++) {
-                    const int av = sign * egg_noise(key, (uint32_t)(tok * r + j)) * (1 << (16 - pshift));
-                    w4u b[K4];
-                    ld_words<K4>(b, B + (size_t)j * H);
+            const bool lanes = pshift <= 16;
+#else
+            const bool lanes = false;
+#endif
+            const int sc = lanes ? 1 << (16 - pshift) : 1;
+            int p[K4][4] = {};
+            for (int j = 0; j < r; j++) {
+                const int av = sign * egg_noise(key, (uint32_t)(tok * r + j)) * sc;
+                w4u b[K4];
+                ld_words<K4>(b, B + (size_t)j * H);
 #pragma unroll
-                    for (int q = 0; q < K4; q++) {
-                        const unsigned bw = (unsigned)b[q].w;
-                        p[q][0] += sx8<0>(bw) * av; p[q][1] += sx8<1>(bw) * av;
-                        p[q][2] += sx8<2>(bw) * av; p[q][3] += sx8<3>(bw) * av;
-                    }
-                }
+                for (int q = 0; q < K4; q++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) p[q][c] += av * b[q].b[c];
+            }
+#ifdef MMP_WGMMA
+            if (lanes) {
 #pragma unroll
                 for (int q = 0; q < K4; q++) {
                     const unsigned ew = (unsigned)e[q].w;
@@ -2896,21 +2900,10 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
                 }
             } else
 #endif
-            {
-                for (int j = 0; j < r; j++) {
-                    const int av = sign * egg_noise(key, (uint32_t)(tok * r + j));
-                    w4u b[K4];
-                    ld_words<K4>(b, B + (size_t)j * H);
-#pragma unroll
-                    for (int q = 0; q < K4; q++)
-#pragma unroll
-                        for (int c = 0; c < 4; c++) p[q][c] += av * b[q].b[c];
-                }
 #pragma unroll
                 for (int q = 0; q < K4; q++)
 #pragma unroll
                     for (int c = 0; c < 4; c++) e[q].b[c] = (signed char)egg_clip8(e[q].b[c] + (p[q][c] >> pshift));
-            }
         }
         st_words<K4>(X + (size_t)row * H + off, e);
     }
