@@ -31,34 +31,47 @@ __device__ __forceinline__ unsigned clip2_add(unsigned a, unsigned b) {
 /* int8 k of w sign-extended; zero-extended */
 template <int k> __device__ __forceinline__ int sx8(unsigned w) { return (int)prmt<(8 | k) * 0x1110 | k>(w, 0); }
 template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)prmt<0x4440 | k>(w, 0); }
+/* Two products a lane: dp2a (IDP.2A) sums lane i of a (int16) times byte i (lo) or byte 2 + i (hi) of b. With b's
+ * bytes {v0, 0, 0, v1} (prmt 0x1440 of v's bytes 0, 1; 0x3442 of bytes 2, 3), lo is a's lane 0 times v0 and hi its
+ * lane 1 times v1: each lane's own product, one instruction each, with no byte sign-extended on its own */
+template <bool HI, bool BU = false> /* BU: b's bytes unsigned */
+__device__ __forceinline__ int dp2a(unsigned a, unsigned b, int c) {
+    int d;
+    if (HI && BU) asm("dp2a.hi.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else if (HI) asm("dp2a.hi.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else if (BU) asm("dp2a.lo.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else asm("dp2a.lo.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+/* bytes 0, 1 (k = 0) or 2, 3 (k = 1) of w as {w_2k, 0, 0, w_2k+1}: the b operand of a lane pair's dp2a */
+template <int k> __device__ __forceinline__ unsigned dp2b(unsigned w) { return prmt<k ? 0x3442 : 0x1440>(w, 0); }
 /* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8, as int16 lanes yl: bytes 0, 1, yu: 2, 3),
  * e = Wf.x, b = bf, h = state: f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and
- * p = f + 127 (0..254). g is byte 1 of the product (|(f + 127) h| < 2^15), taken from the lanes' words times h's
- * bytes: lane 0's product is the low half of l h0 (lane 1's part is a multiple of 2^16), lane 1's the high half of
- * l h1 + 2^15 (lane 0's part + 2^15 lies in 0 .. 2^16 - 1, so nothing carries into it), with no byte of p unpacked */
+ * p = f + 127 (0..254). Each product (f + 127) h (|.| < 2^15) is one dp2a of the lanes of f + 127 and h's bytes;
+ * g is its byte 1 */
 __device__ __forceinline__ unsigned rec_gate4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned h, unsigned &p) {
     const unsigned l = add2(clip2_add(add2(yl, lo2(e)), lo2(b)), 0x007f007fu);
     const unsigned u = add2(clip2_add(add2(yu, hi2(e)), hi2(b)), 0x007f007fu);
     p = pack4(l, u);
-    const unsigned q0 = l * (unsigned)sx8<0>(h), q1 = l * (unsigned)sx8<1>(h) + 0x8000u;
-    const unsigned q2 = u * (unsigned)sx8<2>(h), q3 = u * (unsigned)sx8<3>(h) + 0x8000u;
-    return prmt<0x5410>(prmt<0x0071>(q0, q1), prmt<0x0071>(q2, q3));
+    const unsigned h01 = dp2b<0>(h), h23 = dp2b<1>(h);
+    const int q0 = dp2a<false>(l, h01, 0), q1 = dp2a<true>(l, h01, 0), q2 = dp2a<false>(u, h23, 0), q3 = dp2a<true>(u, h23, 0);
+    return prmt<0x5410>(prmt<0x0051>((unsigned)q0, (unsigned)q1), prmt<0x0051>((unsigned)q2, (unsigned)q3));
 }
 /* phase 1 on four members' bytes: y = Uh.g (as int16 lanes yl, yu), e = Wh.x, b = bh, p = f + 127 (rec_gate4),
  * h = state, x = the layer's input: c = clip8(y + e + b), h' = clip8(h + (((f + 127)(c - h)) >> 8)) (egg_gru_mix),
- * returned as two int16-lane words; r = clip8(h' + x) as bytes. With t = (c - h) p + 256 h = c p + h (256 - p) and
- * 0 <= p <= 254, t / 256 lies between c and h, so h' = t >> 8 needs no clip and is byte 1 of t mod 2^16: lane 0's t
- * from the word of c's lanes as it is (its low half), lane 1's in the high half of (c's lane 1 - h) 2^16 p + h 2^24 */
+ * returned as two int16-lane words; r = clip8(h' + x) as bytes. (c - h) p (|.| <= 254^2 < 2^23) is one dp2a of the
+ * lanes of c - h and p's bytes (unsigned), its >> 8 bytes 1, 2 as an int16 lane; h' = h + that lies between c and
+ * h, so it needs no clip */
 __device__ __forceinline__ void rec_mix4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned p, unsigned h, unsigned x,
                                          unsigned &hl, unsigned &hu, unsigned &r) {
     const unsigned cl = clip2_add(add2(yl, lo2(e)), lo2(b)), cu = clip2_add(add2(yu, hi2(e)), hi2(b));
-    const unsigned h0 = (unsigned)sx8<0>(h), h1 = (unsigned)sx8<1>(h), h2 = (unsigned)sx8<2>(h), h3 = (unsigned)sx8<3>(h);
-    const unsigned t0 = (cl - h0) * (unsigned)zx8<0>(p) + (h0 << 8);
-    const unsigned t1 = ((cl & 0xffff0000u) - (h1 << 16)) * (unsigned)zx8<1>(p) + (h1 << 24);
-    const unsigned t2 = (cu - h2) * (unsigned)zx8<2>(p) + (h2 << 8);
-    const unsigned t3 = ((cu & 0xffff0000u) - (h3 << 16)) * (unsigned)zx8<3>(p) + (h3 << 24);
-    hl = prmt<0xf791>(t0, t1); /* byte 1 of t0 and byte 3 of t1, sign-extended to int16 lanes */
-    hu = prmt<0xf791>(t2, t3);
+    const unsigned h2l = lo2(h), h2u = hi2(h);
+    const unsigned dl = __vsub2(cl, h2l), du = __vsub2(cu, h2u); /* one VIADD.16x2 each on sm_90 */
+    const unsigned p01 = dp2b<0>(p), p23 = dp2b<1>(p);
+    const int t0 = dp2a<false, true>(dl, p01, 0), t1 = dp2a<true, true>(dl, p01, 0);
+    const int t2 = dp2a<false, true>(du, p23, 0), t3 = dp2a<true, true>(du, p23, 0);
+    hl = add2(prmt<0x6521>((unsigned)t0, (unsigned)t1), h2l);
+    hu = add2(prmt<0x6521>((unsigned)t2, (unsigned)t3), h2u);
     r = pack4(clip2_add(hl, lo2(x)), clip2_add(hu, hi2(x)));
 }
 /* clip8(y + o) on four int8 lanes as two words of int16 lanes (add_clip4's __vaddss4 / __vmaxs4 have no sm_90

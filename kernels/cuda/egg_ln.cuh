@@ -10,22 +10,29 @@ __device__ __forceinline__ int abs_sum4w(unsigned x) {
     asm("prmt.b32 %0, %1, 0, 0xba98;" : "=r"(sg) : "r"(x));
     return __dp4a((int)x, (int)(sg | 0x01010101u), 0);
 }
-/* egg_ln_apply (clip8((x w) / d), C division) of byte k of a row's word x with byte k of its weights' word w, given
- * the row's mq = 2^24 / d + 1: (x w) / d = ((256 x w) mq >> 32) + (x w < 0), exact for every int8 x, w and d = 1..127
- * (|256 x w| <= 2^22), 256 w sign-extended from w's byte by one prmt: ~8 instructions a byte where the multiply-shift
- * of |x w| by a table entry and the sign took ~10. Unclipped here: |.| <= 128^2 */
-template <int k> __device__ __forceinline__ int ln_byte(unsigned x, unsigned w, int mq) {
-    int xk, w256;
-    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(xk) : "r"(x), "n"((8 | k) * 0x1110 | k));
-    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(w256) : "r"(w), "n"((8 | k) * 0x1100 | k << 4 | 4));
-    const int p = xk * w256;
-    return __mulhi(p, mq) + (int)((unsigned)p >> 31);
+/* egg_ln_apply (clip8((x w) / d), C division) of two bytes of a row's word x with the same bytes of its weights' word
+ * w, given the row's mq = 2^24 / d + 1: (x w) / d = ((256 x w) mq >> 32) + (x w < 0), exact for every int8 x, w and
+ * d = 1..127 (|256 x w| <= 2^22). 256 x w is one dp2a a byte: the lanes of 256 x (x's bytes as the lanes' high bytes,
+ * one prmt for two) against w's two bytes as {w0, 0, 0, w1} (one prmt): ~6 instructions a byte, where two prmt and
+ * an IMAD a byte took ~7. Unclipped here: |.| <= 128^2 */
+template <int k> /* bytes 2k (q0), 2k + 1 (q1) */
+__device__ __forceinline__ void ln_pair(unsigned x, unsigned w, int mq, int &q0, int &q1) {
+    unsigned x256, w2;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(x256) : "r"(x), "n"(k ? 0x3424 : 0x1404));
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(w2) : "r"(w), "n"(k ? 0x3442 : 0x1440));
+    int p0, p1;
+    asm("dp2a.lo.s32.s32 %0, %1, %2, 0;" : "=r"(p0) : "r"(x256), "r"(w2));
+    asm("dp2a.hi.s32.s32 %0, %1, %2, 0;" : "=r"(p1) : "r"(x256), "r"(w2));
+    q0 = __mulhi(p0, mq) + (int)((unsigned)p0 >> 31);
+    q1 = __mulhi(p1, mq) + (int)((unsigned)p1 >> 31);
 }
 /* the row's mq for a divisor d = 1..127 */
 __host__ __device__ __forceinline__ int ln_mq(int d) { return (1 << 24) / d + 1; }
 /* the four bytes of a word, clipped (sm_90: two at a time on int16 lanes) */
 __device__ __forceinline__ unsigned ln_word(unsigned x, unsigned w, int mq) {
-    const int q0 = ln_byte<0>(x, w, mq), q1 = ln_byte<1>(x, w, mq), q2 = ln_byte<2>(x, w, mq), q3 = ln_byte<3>(x, w, mq);
+    int q0, q1, q2, q3;
+    ln_pair<0>(x, w, mq, q0, q1);
+    ln_pair<1>(x, w, mq, q2, q3);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     auto clip2 = [](unsigned l) {
         unsigned d;
