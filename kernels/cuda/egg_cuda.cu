@@ -658,6 +658,16 @@ __device__ __forceinline__ uint64_t l2_policy(int pri) {
     else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
     return p;
 }
+/* 16 bytes from (ld.global.nc) or to global memory with an L2 eviction policy (l2_policy); L1 not allocated for stores */
+__device__ __forceinline__ int4 ldg_hint(const void *p, uint64_t pol) {
+    int4 v;
+    asm("ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%4], %5;" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(pol));
+    return v;
+}
+__device__ __forceinline__ void stg_hint(void *p, int4 v, uint64_t pol) {
+    asm volatile("st.global.L1::no_allocate.L2::cache_hint.v4.s32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "l"(pol)
+                 : "memory");
+}
 __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar, uint64_t pol) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n"
                  ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"((uint64_t)map), "r"(c0), "r"(c1),
@@ -2289,6 +2299,9 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     const int wg = warp >> 2, w4 = warp & 3, n = a.n, ps = a.pshift, s = a.s;
     const int c0 = wg * 64 + tig * 16; /* the thread's 16 columns */
+    /* L2 priorities: a row block's per-member rows (perturbed biases, LN2 weights, the pairs' B noise), read again every
+     * timestep, stay; the timestep's Wf.x, Wh.x, x rows and its outputs stream through once */
+    const uint64_t keep = l2_policy(L2_LAST), once = l2_policy(L2_FIRST);
     /* resident weights: shared row o holds output column wperm_row(o) (in the warpgroup's 64: 16 ((o >> 1) & 3) +
      * 2 ((o >> 3) & 7) + (o & 1)) */
     for (int ch = tid; ch < 2 * H * H / 16; ch += NT) {
@@ -2336,10 +2349,10 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
         /* the row's B noise of Uf / Uh (its 16 columns), the row's (perturbed) bias of phase ph: loaded when used, as
          * registers do not hold them across the chunk */
         auto bload = [&](int hr, size_t off) {
-            return __ldg((const int4 *)(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(1, H) + c0));
+            return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(1, H) + c0, keep);
         };
         auto pload = [&](int hr, int ph) {
-            return R > 0 ? __ldg((const int4 *)((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + c0)) : __ldg((const int4 *)((ph ? a.bh : a.bf) + c0));
+            return R > 0 ? ldg_hint((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)((ph ? a.bh : a.bf) + c0));
         };
         /* the A noise of the row's pair and 16 columns for phase ph (EP = 2: loaded under the MMA; the other epilogues
          * have fewer registers to spare) */
@@ -2354,13 +2367,13 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 const size_t gi = (size_t)gc[hr] * H + c0;
                 int4 wl;
                 if constexpr (WLP) wl = wls[hr];
-                else wl = __ldg((const int4 *)(R > 0 ? a.bpl + gi : a.ln + c0));
+                else wl = R > 0 ? ldg_hint(a.bpl + gi, keep) : __ldg((const int4 *)(a.ln + c0));
                 const int4 rv = *(const int4 *)(Rs + sw(row[hr], c0));
                 const int mq = LNM(egg_ln_div(sum4(lns[row[hr]]), H));
                 int4 xo;
 #pragma unroll
                 for (int w = 0; w < 4; w++) (&xo.x)[w] = (int)ln_word((unsigned)(&rv.x)[w], (unsigned)(&wl.x)[w], mq);
-                if (ok[hr] && st) *(int4 *)(a.XN + tb0 + gi) = xo;
+                if (ok[hr] && st) stg_hint(a.XN + tb0 + gi, xo, once);
             }
         };
         if (R > 0) /* the pairs' A rows (the previous row block read them before its last barrier) */
@@ -2400,7 +2413,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             if (a.l2pf) l2pf(t + 1);
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
-                ef[hr] = __ldg((const int4 *)(a.TF + tb + (size_t)gc[hr] * H + c0));
+                ef[hr] = ldg_hint(a.TF + tb + (size_t)gc[hr] * H + c0, once);
                 pf[hr] = pload(hr, 0);
                 if (R > 0 && H == 256) bn[hr] = bload(hr, a.off_uh); /* the phase's B noise under the MMA (at its use an L2
                                                                       * latency a phase; at H = 128 its registers spill) */
@@ -2445,8 +2458,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 const size_t gi = tb + (size_t)gc[hr] * H + c0;
-                eh[hr] = __ldg((const int4 *)(a.TH + gi));
-                xv[hr] = __ldg((const int4 *)(a.X + gi));
+                eh[hr] = ldg_hint(a.TH + gi, once);
+                xv[hr] = ldg_hint(a.X + gi, once);
                 rz[hr] = rzn[gc[hr]];
                 ph[hr] = pload(hr, 1);
                 if (R > 0 && H == 256) bn[hr] = bload(hr, a.off_uf);
@@ -2474,7 +2487,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                     }
                 }
                 *(int4 *)(Xh + sw(row[hr], c0)) = ho;
-                if (ok[hr]) *(int4 *)(a.R + tb + (size_t)gc[hr] * H + c0) = ro;
+                if (ok[hr]) stg_hint(a.R + tb + (size_t)gc[hr] * H + c0, ro, once);
                 if (lnf) {
                     *(int4 *)(Rs + sw(row[hr], c0)) = ro;
                     partial(lns, row[hr], sa);
@@ -2483,7 +2496,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             }
             if (WLP && lnf)
 #pragma unroll
-                for (int hr = 0; hr < 2; hr++) wln[hr] = __ldg((const int4 *)(R > 0 ? a.bpl + (size_t)gc[hr] * H + c0 : a.ln + c0));
+                for (int hr = 0; hr < 2; hr++) wln[hr] = R > 0 ? ldg_hint(a.bpl + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)(a.ln + c0));
             fence_proxy_async(); /* the state h, read next by the tensor cores */
             __syncthreads();
         }
