@@ -587,6 +587,10 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 __device__ __forceinline__ void l2_prefetch_bulk(const void *p, unsigned bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
 }
+/* the same with an L2 eviction policy (createpolicy) on the lines it brings */
+__device__ __forceinline__ void l2_prefetch_bulk_hint(const void *p, unsigned bytes, uint64_t pol) {
+    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(p), "r"(bytes), "l"(pol) : "memory");
+}
 #include "cuda/egg_lanes.cuh" /* prmt, int16-lane adds and clips, rec_gate4, rec_mix4 */
 /* epi_pair<1> at s = 8 with K <= 256 and ps >= 8, as two int16 lanes: u = v + ((t A) >> ps) has |u| < 2^23, so
  * u >> 8 is bytes 1, 2 of u, and the clip runs on int16 lanes. ONE (ps = 8): u >> 8 = (256 v + t A) >> 16 (the floors
@@ -2387,7 +2391,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
          * their use, under a phase's MMA (~1000 cycles), a DRAM latency was longer */
         const unsigned pfb = (unsigned)(min(RBM, n - m0) * H);
         auto l2pf = [&](int t) {
-            if (t < a.tc && tid < 3) l2_prefetch_bulk((tid == 0 ? a.TF : tid == 1 ? a.TH : a.X) + (size_t)t * nH + (size_t)m0 * H, pfb);
+            if (t < a.tc && tid < 3) l2_prefetch_bulk_hint((tid == 0 ? a.TF : tid == 1 ? a.TH : a.X) + (size_t)t * nH + (size_t)m0 * H, pfb, keep);
             if (t + 1 < a.tc && tid == 3) asm volatile("prefetch.global.L2 [%0];" ::"l"(a.rz + (size_t)(t + 1) * n + m0));
         };
         if (a.l2pf) l2pf(0);
