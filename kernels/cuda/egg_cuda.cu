@@ -2388,7 +2388,9 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             }
         cp_commit();
         /* timestep t's rows of Wf.x, Wh.x and x (and the reset flags of t + 1) into L2 one timestep ahead: loaded at
-         * their use, under a phase's MMA (~1000 cycles), a DRAM latency was longer */
+         * their use, under a phase's MMA (~1000 cycles), a DRAM latency was longer. Brought as evict_last and read as
+         * evict_first, they stay until read (prefetched at normal priority the other parts' streams evicted some first;
+         * two timesteps ahead pushed the per-member rows out) */
         const unsigned pfb = (unsigned)(min(RBM, n - m0) * H);
         auto l2pf = [&](int t) {
             if (t < a.tc && tid < 3) l2_prefetch_bulk_hint((tid == 0 ? a.TF : tid == 1 ? a.TH : a.X) + (size_t)t * nH + (size_t)m0 * H, pfb, keep);

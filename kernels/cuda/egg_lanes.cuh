@@ -28,9 +28,8 @@ __device__ __forceinline__ unsigned clip2_add(unsigned a, unsigned b) {
     asm("min.s16x2 %0, %1, %2;" : "=r"(d) : "r"(__viaddmax_s16x2(a, b, 0xff81ff81u)), "r"(0x007f007fu));
     return d;
 }
-/* int8 k of w sign-extended; zero-extended */
+/* int8 k of w sign-extended */
 template <int k> __device__ __forceinline__ int sx8(unsigned w) { return (int)prmt<(8 | k) * 0x1110 | k>(w, 0); }
-template <int k> __device__ __forceinline__ int zx8(unsigned w) { return (int)prmt<0x4440 | k>(w, 0); }
 /* Two products a lane: dp2a (IDP.2A) sums lane i of a (int16) times byte i (lo) or byte 2 + i (hi) of b. With b's
  * bytes {v0, 0, 0, v1} (prmt 0x1440 of v's bytes 0, 1; 0x3442 of bytes 2, 3), lo is a's lane 0 times v0 and hi its
  * lane 1 times v1: each lane's own product, one instruction each, with no byte sign-extended on its own */
