@@ -4,6 +4,7 @@
  * reference (src/egg_math.h). */
 #ifndef EGG_LANES_CUH
 #define EGG_LANES_CUH
+#include "cuda/egg_ln.cuh" /* dp2a */
 /* Byte and 16-bit-lane arithmetic of the chunk recurrence's passes, the GEMM epilogues at output shift 8 and
  * the recurrence's EGG-LN (sm_90: VIADD.16x2, VIADDMNMX.S16x2 and VIMNMX.S16x2 work on two int16 lanes per instruction; prmt
  * moves bytes, a selector nibble's bit 3 replicating the chosen byte's sign). A word of four int8 is two words
@@ -30,19 +31,9 @@ __device__ __forceinline__ unsigned clip2_add(unsigned a, unsigned b) {
 }
 /* int8 k of w sign-extended */
 template <int k> __device__ __forceinline__ int sx8(unsigned w) { return (int)prmt<(8 | k) * 0x1110 | k>(w, 0); }
-/* Two products a lane: dp2a (IDP.2A) sums lane i of a (int16) times byte i (lo) or byte 2 + i (hi) of b. With b's
- * bytes {v0, 0, 0, v1} (prmt 0x1440 of v's bytes 0, 1; 0x3442 of bytes 2, 3), lo is a's lane 0 times v0 and hi its
- * lane 1 times v1: each lane's own product, one instruction each, with no byte sign-extended on its own */
-template <bool HI, bool BU = false> /* BU: b's bytes unsigned */
-__device__ __forceinline__ int dp2a(unsigned a, unsigned b, int c) {
-    int d;
-    if (HI && BU) asm("dp2a.hi.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    else if (HI) asm("dp2a.hi.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    else if (BU) asm("dp2a.lo.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    else asm("dp2a.lo.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-/* bytes 0, 1 (k = 0) or 2, 3 (k = 1) of w as {w_2k, 0, 0, w_2k+1}: the b operand of a lane pair's dp2a */
+/* bytes 0, 1 (k = 0) or 2, 3 (k = 1) of w as {w_2k, 0, 0, w_2k+1}: the b operand of a lane pair's dp2a (egg_ln.cuh),
+ * whose lo is then a's lane 0 times w_2k and hi its lane 1 times w_2k+1: each lane's own product, one instruction
+ * each, with no byte sign-extended on its own */
 template <int k> __device__ __forceinline__ unsigned dp2b(unsigned w) { return prmt<k ? 0x3442 : 0x1440>(w, 0); }
 /* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8, as int16 lanes yl: bytes 0, 1, yu: 2, 3),
  * e = Wf.x, b = bf, h = state: f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and

@@ -10,6 +10,16 @@ __device__ __forceinline__ int abs_sum4w(unsigned x) {
     asm("prmt.b32 %0, %1, 0, 0xba98;" : "=r"(sg) : "r"(x));
     return __dp4a((int)x, (int)(sg | 0x01010101u), 0);
 }
+/* d = c + a.lane0 b.byte(0 | 2) + a.lane1 b.byte(1 | 3) (lo | HI): int16 lanes of a times bytes of b (BU: unsigned) */
+template <bool HI, bool BU = false>
+__device__ __forceinline__ int dp2a(unsigned a, unsigned b, int c) {
+    int d;
+    if (HI && BU) asm("dp2a.hi.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else if (HI) asm("dp2a.hi.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else if (BU) asm("dp2a.lo.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else asm("dp2a.lo.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
 /* egg_ln_apply (clip8((x w) / d), C division) of two bytes of a row's word x with the same bytes of its weights' word
  * w, given the row's mq = 2^24 / d + 1: (x w) / d = ((256 x w) mq >> 32) + (x w < 0), exact for every int8 x, w and
  * d = 1..127 (|256 x w| <= 2^22). 256 x w is one dp2a a byte: the lanes of 256 x (x's bytes as the lanes' high bytes,
@@ -20,9 +30,7 @@ __device__ __forceinline__ void ln_pair(unsigned x, unsigned w, int mq, int &q0,
     unsigned x256, w2;
     asm("prmt.b32 %0, %1, 0, %2;" : "=r"(x256) : "r"(x), "n"(k ? 0x3424 : 0x1404));
     asm("prmt.b32 %0, %1, 0, %2;" : "=r"(w2) : "r"(w), "n"(k ? 0x3442 : 0x1440));
-    int p0, p1;
-    asm("dp2a.lo.s32.s32 %0, %1, %2, 0;" : "=r"(p0) : "r"(x256), "r"(w2));
-    asm("dp2a.hi.s32.s32 %0, %1, %2, 0;" : "=r"(p1) : "r"(x256), "r"(w2));
+    const int p0 = dp2a<false>(x256, w2, 0), p1 = dp2a<true>(x256, w2, 0);
     q0 = __mulhi(p0, mq) + (int)((unsigned)p0 >> 31);
     q1 = __mulhi(p1, mq) + (int)((unsigned)p1 >> 31);
 }
