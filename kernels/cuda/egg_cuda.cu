@@ -640,6 +640,13 @@ __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)), "r"(bytes)
                  : "memory");
 }
+/* whether the phase of that parity has completed, without waiting (a probe issued early, its latency under other work) */
+__device__ __forceinline__ bool mbar_test(uint64_t *bar, unsigned parity) {
+    unsigned done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
+    return done != 0;
+}
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
     const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
     unsigned done = 0;
@@ -1720,14 +1727,14 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
     unsigned j = 0;  /* the block's first stage job: chunk c's up is job j + 2 c, its down j + 2 c + 1 */
     unsigned ac = 0; /* the chunk's noise buffer, counted over the blocks */
     unsigned g = 0;  /* chunks whose up this warpgroup issued, over the blocks */
-    auto issue_up = [&](unsigned ju) { /* up's MMAs of the chunk at stage job ju */
+    auto issue_up = [&](unsigned ju, bool ready = false) { /* up's MMAs of the chunk at stage job ju (ready: its stage probed full) */
         /* H = 128: warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0
          * issued g's: the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in
          * step, both epilogues ran at once with the tensor cores idle). At H = 256 (RS) the two issue as they are ready:
          * the turns measured 5% slower there (MLP 854.7 against 901.3 us a launch), and no different at 128 */
         if constexpr (!RS)
             if (w == 1 || g > 0) mbar_wait(turn + w, (w == 0 ? g - 1 : g) & 1);
-        mbar_wait(full + ju % ML_S, (ju / ML_S) & 1);
+        if (!ready) mbar_wait(full + ju % ML_S, (ju / ML_S) & 1);
         const unsigned so = (ju % ML_S) * (SB >> 4);
         wg_fence();
 #pragma unroll
@@ -1764,9 +1771,9 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         }
         /* down's MMAs of chunk cd (its U tile complete: the barrier after its epilogue; RS: in ua); first (RS, a constant at
          * each call): chunk 0's, whose MMA sets dd rather than adding to it */
-        auto issue_down = [&](int cd, bool first = false) {
+        auto issue_down = [&](int cd, bool first = false, bool ready = false) {
             const unsigned jd = j + 2 * cd + 1;
-            mbar_wait(full + jd % ML_S, (jd / ML_S) & 1);
+            if (!ready) mbar_wait(full + jd % ML_S, (jd / ML_S) & 1);
             wg_fence();
             if constexpr (RS) { /* k32 step s: units 32 s .. + 31, words 2 s, 2 s + 1 of each row (wg_mma_s8r's fragment) */
                 const uint64_t db = dw0 + (jd % ML_S) * (SB >> 4);
@@ -1850,10 +1857,14 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
                 release(j + 2 * c);
                 release(j + 2 * c - 1);
+                /* the stages of this chunk's down and the next chunk's up probed before the epilogue, so that a wait on a
+                 * stage already full (the producer runs chunks ahead) costs no latency between the epilogue and the MMAs */
+                const unsigned jd = j + 2 * c + 1, ju = jd + 1;
+                const bool rd = mbar_test(full + jd % ML_S, (jd / ML_S) & 1), ru = mbar_test(full + ju % ML_S, (ju / ML_S) & 1);
                 epilogue(c, du);
-                issue_down(c);
+                issue_down(c, false, rd);
                 wg_commit();
-                issue_up(j + 2 * c + 2);
+                issue_up(ju, ru);
             }
             wg_wait<0>();
             release(j + 2 * NC - 2);
