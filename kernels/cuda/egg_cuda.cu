@@ -1849,10 +1849,13 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                                     * and NC - 1 peeled, so that no MMA sits behind a branch */
             wg_wait<0>();
             release(j);
-            epilogue(0, du);
-            issue_down(0, true);
-            wg_commit();
-            issue_up(j + 2);
+            { /* chunk 0: its down's and chunk 1's up stages probed as in the loop below */
+                const bool rd = mbar_test(full + (j + 1) % ML_S, ((j + 1) / ML_S) & 1), ru = mbar_test(full + (j + 2) % ML_S, ((j + 2) / ML_S) & 1);
+                epilogue(0, du);
+                issue_down(0, true, rd);
+                wg_commit();
+                issue_up(j + 2, ru);
+            }
             for (int c = 1; c < NC - 1; c++) {
                 wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
                 release(j + 2 * c);
@@ -1870,9 +1873,13 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             release(j + 2 * NC - 2);
             release(j + 2 * NC - 3);
             mbar_arrive(xempty); /* the block's x and B_up rows are read */
-            epilogue(NC - 1, du);
-            issue_down(NC - 1);
-            wg_commit();
+            {
+                const unsigned jd = j + 2 * NC - 1;
+                const bool rd = mbar_test(full + jd % ML_S, (jd / ML_S) & 1);
+                epilogue(NC - 1, du);
+                issue_down(NC - 1, false, rd);
+                wg_commit();
+            }
         } else { /* the epilogue after the chunk's up, the chunk's down after it */
             for (int c = 0; c < NC; c++) {
                 issue_up(j + 2 * c);
@@ -1889,6 +1896,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         if constexpr (!RS)
 #pragma unroll
             for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
+        const bool ra = R > 0 && RS ? mbar_test(adfull, (unsigned)q & 1) : false; /* down's A rows (loaded chunks ago), probed early */
         wg_wait<0>();
         if (OVL) release(j + 2 * NC - 3);
         release(j + 2 * NC - 1);
@@ -1901,7 +1909,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 if (tig == 0) ts[r[hr]] = (r[hr] & 1) ? -t : t;
             }
             __syncwarp();
-            mbar_wait(adfull, (unsigned)q & 1);
+            if (!ra) mbar_wait(adfull, (unsigned)q & 1);
         }
         if constexpr (RS) { /* the residual's loads, the outputs from the accumulators (under the loads), then the next block's
                              * first up, then the residual's add and the stores under it (no instruction may read an
