@@ -53,7 +53,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # The GEMMs with K = 128 or 256 (Wf, Wh, up, head) take whole row blocks with their X and B rows resident and
 # each tile's epilogue under the next tile's MMAs (mmx_kernel; EGG_CUDA_XRES=0: mmw_kernel's tile at a time); down
 # (N = 256) takes 128 x 256 tiles (mmd_kernel; EGG_CUDA_WIDE=0: mmw_kernel). At hidden 128, Wf.x and Wh.x run in one
-# mmx_kernel launch that reads x once (EGG_CUDA_DUAL=0: a launch each). On sm_90a the update's vote GEMMs of all
+# mmx_kernel launch that reads x once (EGG_CUDA_DUAL=0: a launch each). At hidden 256 mmx_kernel keeps Wf, Wh and a
+# head of <= 256 rows resident, loaded and waited for in a CTA's first row block only (EGG_CUDA_RESW=0: streamed);
+# EGG_CUDA_MMP=3 gives each CTA many row blocks, so both forms run past their first. On sm_90a the update's vote GEMMs of all
 # matrices run as one launch over a work list (EGG_CUDA_UGROUP=0: a launch per matrix).
 # The train forward runs as member parts on their own streams (EGG_CUDA_PARTS=k; by default parts of at least
 # 8192 members, at most 4); the "parts" configs force it at small populations.
@@ -107,6 +109,7 @@ configs=(
   "h128-r1-gemm-staged-epilogue|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_WPERM=0"
   "h256-r1-sigma2-row-blocks-3ctas|--hidden 256 --layers 2 --rank 1 --pop 384 --seq 6 --sigma-shift 2|EGG_CUDA_MMP=3"
   "h128-r1-row-blocks-2ctas-one-n-tile|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 7|EGG_CUDA_MMP=2 EGG_CUDA_TCHUNK=3"
+  "h256-r1-w-streamed-3ctas|--hidden 256 --layers 2 --rank 1 --pop 384 --seq 6|EGG_CUDA_RESW=0 EGG_CUDA_MMP=3"
   "h256-r1-gemm-tile-at-a-time|--hidden 256 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_XRES=0 EGG_CUDA_WIDE=0"
   "h128-r1-wf-wh-a-launch-each|--hidden 128 --layers 2 --rank 1 --pop 256 --seq 6|EGG_CUDA_DUAL=0"
   "h128-r1-wf-wh-one-launch-3ctas|--hidden 128 --layers 2 --rank 1 --pop 384 --seq 7 --sigma-shift 5|EGG_CUDA_MMP=3"
