@@ -1727,6 +1727,8 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
     unsigned j = 0;  /* the block's first stage job: chunk c's up is job j + 2 c, its down j + 2 c + 1 */
     unsigned ac = 0; /* the chunk's noise buffer, counted over the blocks */
     unsigned g = 0;  /* chunks whose up this warpgroup issued, over the blocks */
+    /* stage job jb's buffer filled, probed without waiting (RS: before an epilogue, whose MMAs then skip their wait) */
+    auto stage_full = [&](unsigned jb) { return mbar_test(full + jb % ML_S, (jb / ML_S) & 1); };
     auto issue_up = [&](unsigned ju, bool ready = false) { /* up's MMAs of the chunk at stage job ju (ready: its stage probed full) */
         /* H = 128: warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0
          * issued g's: the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in
@@ -1850,7 +1852,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             wg_wait<0>();
             release(j);
             { /* chunk 0: its down's and chunk 1's up stages probed as in the loop below */
-                const bool rd = mbar_test(full + (j + 1) % ML_S, ((j + 1) / ML_S) & 1), ru = mbar_test(full + (j + 2) % ML_S, ((j + 2) / ML_S) & 1);
+                const bool rd = stage_full(j + 1), ru = stage_full(j + 2);
                 epilogue(0, du);
                 issue_down(0, true, rd);
                 wg_commit();
@@ -1862,20 +1864,18 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 release(j + 2 * c - 1);
                 /* the stages of this chunk's down and the next chunk's up probed before the epilogue, so that a wait on a
                  * stage already full (the producer runs chunks ahead) costs no latency between the epilogue and the MMAs */
-                const unsigned jd = j + 2 * c + 1, ju = jd + 1;
-                const bool rd = mbar_test(full + jd % ML_S, (jd / ML_S) & 1), ru = mbar_test(full + ju % ML_S, (ju / ML_S) & 1);
+                const bool rd = stage_full(j + 2 * c + 1), ru = stage_full(j + 2 * c + 2);
                 epilogue(c, du);
                 issue_down(c, false, rd);
                 wg_commit();
-                issue_up(ju, ru);
+                issue_up(j + 2 * c + 2, ru);
             }
             wg_wait<0>();
             release(j + 2 * NC - 2);
             release(j + 2 * NC - 3);
             mbar_arrive(xempty); /* the block's x and B_up rows are read */
             {
-                const unsigned jd = j + 2 * NC - 1;
-                const bool rd = mbar_test(full + jd % ML_S, (jd / ML_S) & 1);
+                const bool rd = stage_full(j + 2 * NC - 1);
                 epilogue(NC - 1, du);
                 issue_down(NC - 1, false, rd);
                 wg_commit();
