@@ -1849,37 +1849,30 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             wg_commit();
         } else if constexpr (RS) { /* as below, with chunk c + 1's up issued after chunk c's down (chunk 0's before); chunks 0
                                     * and NC - 1 peeled, so that no MMA sits behind a branch */
+            /* chunk c's epilogue, its down (first: chunk 0's) and, where next, chunk c + 1's up. The stages of that down and
+             * up are probed before the epilogue, so that a wait on a stage already full (the producer runs chunks ahead)
+             * costs no latency between the epilogue and the MMAs; first and next are constants at each call */
+            auto chunk = [&](int c, bool first, bool next) {
+                const bool rd = stage_full(j + 2 * c + 1), ru = next && stage_full(j + 2 * c + 2);
+                epilogue(c, du);
+                issue_down(c, first, rd);
+                wg_commit();
+                if (next) issue_up(j + 2 * c + 2, ru);
+            };
             wg_wait<0>();
             release(j);
-            { /* chunk 0: its down's and chunk 1's up stages probed as in the loop below */
-                const bool rd = stage_full(j + 1), ru = stage_full(j + 2);
-                epilogue(0, du);
-                issue_down(0, true, rd);
-                wg_commit();
-                issue_up(j + 2, ru);
-            }
+            chunk(0, true, true);
             for (int c = 1; c < NC - 1; c++) {
                 wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
                 release(j + 2 * c);
                 release(j + 2 * c - 1);
-                /* the stages of this chunk's down and the next chunk's up probed before the epilogue, so that a wait on a
-                 * stage already full (the producer runs chunks ahead) costs no latency between the epilogue and the MMAs */
-                const bool rd = stage_full(j + 2 * c + 1), ru = stage_full(j + 2 * c + 2);
-                epilogue(c, du);
-                issue_down(c, false, rd);
-                wg_commit();
-                issue_up(j + 2 * c + 2, ru);
+                chunk(c, false, true);
             }
             wg_wait<0>();
             release(j + 2 * NC - 2);
             release(j + 2 * NC - 3);
             mbar_arrive(xempty); /* the block's x and B_up rows are read */
-            {
-                const bool rd = stage_full(j + 2 * NC - 1);
-                epilogue(NC - 1, du);
-                issue_down(NC - 1, false, rd);
-                wg_commit();
-            }
+            chunk(NC - 1, false, false);
         } else { /* the epilogue after the chunk's up, the chunk's down after it */
             for (int c = 0; c < NC; c++) {
                 issue_up(j + 2 * c);
