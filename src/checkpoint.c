@@ -72,10 +72,20 @@ static void prune(const char *dir, int keep) {
     }
 }
 
+int egg_ckpt_prepare_dir(const char *dir, int code, egg_err *err) {
+    struct stat st;
+    if (mkdir(dir, 0755) && errno != EEXIST)
+        return egg_fail(err, code, "--checkpoint-dir %s: cannot create (%s); pass a writable directory", dir, strerror(errno));
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+        return egg_fail(err, code, "--checkpoint-dir %s: exists and is not a directory; pass a directory", dir);
+    if (access(dir, W_OK | X_OK))
+        return egg_fail(err, code, "--checkpoint-dir %s: not writable (%s); pass a writable directory", dir, strerror(errno));
+    return 0;
+}
+
 int egg_ckpt_write(const char *dir, const egg_config *c, const egg_model *m, uint64_t train_tokens, int64_t step,
                    const int8_t *state, uint64_t state_bytes, char *path_out, size_t path_len, egg_err *err) {
-    if (mkdir(dir, 0755) && errno != EEXIST)
-        return egg_fail(err, EGG_ERUNTIME, "--checkpoint-dir %s: cannot create (%s)", dir, strerror(errno));
+    if (egg_ckpt_prepare_dir(dir, EGG_ERUNTIME, err)) return err->code;
     char tmp[2048], fin[2048];
     snprintf(fin, sizeof fin, "%s/ckpt_%010lld.egg", dir, (long long)step);
     snprintf(tmp, sizeof tmp, "%s/.ckpt_%010lld.egg.tmp.%d", dir, (long long)step, (int)getpid());

@@ -27,6 +27,9 @@ typedef struct egg_ckpt {
 /* train_tokens: size of the training split (must match on resume). */
 int egg_ckpt_write(const char *dir, const egg_config *c, const egg_model *m, uint64_t train_tokens, int64_t step,
                    const int8_t *state, uint64_t state_bytes, char *path_out, size_t path_len, egg_err *err);
+/* --checkpoint-dir created if missing, then checked to be a writable directory (at start-up with code
+ * EGG_EINPUT, so a bad directory fails before the first step; before each write with EGG_ERUNTIME). */
+int egg_ckpt_prepare_dir(const char *dir, int code, egg_err *err);
 /* Resolve --resume (latest in dir, or a path), read and validate everything. */
 int egg_ckpt_read(const char *resume, const char *dir, const egg_config *c, const egg_model *m, uint64_t train_tokens,
                   egg_ckpt *ck, char *path_out, size_t path_len, egg_err *err);

@@ -499,7 +499,11 @@ int main(int argc, char **argv) {
     for (int r = 0; r < R.d.world; r++) if (R.counts[r] > maxc) maxc = R.counts[r];
     int32_t *xall = use_nccl ? egg_xmalloc(sizeof(int32_t) * (size_t)maxc * R.d.world) : NULL;
 
-    /* the log file is opened only now that every input is known good */
+    /* the checkpoint directory (a bad one fails now, not at the first checkpoint hours in), then the log file,
+     * opened only now that every input is known good */
+    rc = R.d.rank == 0 && !c->bench && *c->checkpoint_dir ? egg_ckpt_prepare_dir(c->checkpoint_dir, EGG_EINPUT, &err) : 0;
+    rc = egg_dist_agree(&R.d, rc, &err);
+    if (rc) return fail(&R, &err);
     if (R.d.rank == 0 && *c->log) {
         R.log = fopen(c->log, "a");
         if (!R.log) { egg_fail(&err, EGG_EINPUT, "--log %s: cannot open for writing (%s)", c->log, strerror(errno)); }

@@ -15,7 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CHECKS="bad_missing_file bad_empty_file bad_short_file bad_corrupt_zst bad_truncated_zst bad_bin_token_ge_vocab
 bad_odd_pop bad_hidden_not_mult32 bad_negative_steps bad_unknown_flag bad_stray_argument bad_update_mode bad_truncated_checkpoint
 bad_checkpoint_other_config bad_checkpoint_checksum bad_resume_not_checkpoint bad_resume_latest_empty bad_config_key
-bad_config_missing bad_no_default_data help version config_file_and_override default_input_txt backend_cuda_unavailable
+bad_config_missing bad_no_default_data bad_checkpoint_dir help version config_file_and_override default_input_txt backend_cuda_unavailable
 progress_off progress_on final_line_format log_json_lines sigterm_clean_stop sigterm_checkpoint_resumes time_limit resume_at_final_step"
 lib_init cli || skip_all "egg_mgpu not built (run make)" $CHECKS
 for tool in python3 zstd; do command -v $tool >/dev/null || skip_all "$tool not found (run setup.sh)" $CHECKS; done
@@ -96,6 +96,21 @@ bad bad_config_key hiden --config badkey.conf --data d.txt "${TINY[@]}"
 bad bad_config_missing nope.conf --config nope.conf --data d.txt "${TINY[@]}"
 mkdir -p nodata
 cd nodata && bad bad_no_default_data --data "${TINY[@]}"; cd "$W"
+# a --checkpoint-dir that cannot be one fails at start-up (exit 2, before any step and the --log file), not at
+# the first checkpoint: here a path below a regular file (mkdir fails), then a regular file
+: >plain.file
+why=""
+for ckd in plain.file/ck plain.file; do
+    rm -f ckd.jsonl
+    "$EGG" --data d.txt "${TINY[@]}" --steps 3 --log ckd.jsonl --checkpoint-dir "$ckd" >ckd.out 2>ckd.err
+    rc=$?
+    if [ $rc -ne 2 ]; then why="--checkpoint-dir $ckd: exit $rc, want 2"
+    elif [ "$(wc -l <ckd.err)" -ne 1 ] || ! grep -qF "egg: error: --checkpoint-dir $ckd: " ckd.err; then why="--checkpoint-dir $ckd: stderr '$(head -c 200 ckd.err)'"
+    elif grep -q '^step ' ckd.out || [ -e ckd.jsonl ]; then why="--checkpoint-dir $ckd: ran steps or wrote --log"
+    fi
+    [ -n "$why" ] && break
+done
+if [ -n "$why" ]; then fail bad_checkpoint_dir "$why"; else pass bad_checkpoint_dir; fi
 
 # ------------------------------------------------------------------- flags
 "$EGG" --help >help.out 2>help.err
