@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef enum { T_INT, T_I64, T_U64, T_DBL, T_STR, T_ENUM, T_FLAG } opt_type;
 
@@ -163,6 +164,11 @@ static void trim(char **s) {
 static int parse_file(egg_config *c, const char *path, egg_err *err) {
     FILE *f = fopen(path, "r");
     if (!f) return egg_fail(err, EGG_EINPUT, "--config %s: cannot open (%s)", path, strerror(errno));
+    struct stat st; /* a directory opens for reading on Linux and reads as nothing */
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return egg_fail(err, EGG_EINPUT, "--config %s: not a regular file (pass a file of 'key = value' lines)", path);
+    }
     char line[4096];
     int ln = 0, rc = 0;
     while (!rc && fgets(line, sizeof line, f)) {

@@ -59,25 +59,25 @@ static uint64_t mem_limit(void) {
 }
 
 /* Open path read-only and check it is a non-empty regular file. */
-static int open_input(const char *path, int *fd_out, uint64_t *size_out, egg_err *err) {
+static int open_input(const char *path, const char *flag, int *fd_out, uint64_t *size_out, egg_err *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT)
-            return egg_fail(err, EGG_EINPUT, "%s: file not found (pass an existing file with --data)", path);
+            return egg_fail(err, EGG_EINPUT, "%s: file not found (pass an existing file with %s)", path, flag);
         if (e == EACCES)
-            return egg_fail(err, EGG_EINPUT, "%s: permission denied (make the file readable or pass another --data)", path);
-        return egg_fail(err, EGG_EINPUT, "%s: cannot open: %s (pass a readable file with --data)", path, strerror(e));
+            return egg_fail(err, EGG_EINPUT, "%s: permission denied (make the file readable or pass another %s)", path, flag);
+        return egg_fail(err, EGG_EINPUT, "%s: cannot open: %s (pass a readable file with %s)", path, strerror(e), flag);
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return egg_fail(err, EGG_EINPUT, "%s: cannot stat: %s (pass a readable file with --data)", path, strerror(e));
+        return egg_fail(err, EGG_EINPUT, "%s: cannot stat: %s (pass a readable file with %s)", path, strerror(e), flag);
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return egg_fail(err, EGG_EINPUT, "%s: not a regular file (pass a text, .zst or .bin file with --data)", path);
+        return egg_fail(err, EGG_EINPUT, "%s: not a regular file (pass a text, .zst or .bin file with %s)", path, flag);
     }
     if (st.st_size == 0) {
         close(fd);
@@ -106,7 +106,7 @@ static int map_file(const char *path, int fd, size_t len, void **out, egg_err *e
 static int open_text(egg_tokens *t, const char *path, egg_err *err) {
     int fd;
     uint64_t size;
-    int rc = open_input(path, &fd, &size, err);
+    int rc = open_input(path, t->flag, &fd, &size, err);
     if (rc) return rc;
     void *p = NULL;
     rc = map_file(path, fd, (size_t)size, &p, err);
@@ -157,7 +157,7 @@ static int open_bin(egg_tokens *t, const char *path, egg_err *err) {
     static const char fix[] = "re-create it with tools/egg_tokens.py";
     int fd;
     uint64_t size;
-    int rc = open_input(path, &fd, &size, err);
+    int rc = open_input(path, t->flag, &fd, &size, err);
     if (rc) return rc;
     uint8_t h[EGG_TOK_HEADER];
     if (size < EGG_TOK_HEADER) {
@@ -407,7 +407,7 @@ static int zst_error(const char *path, size_t ret, egg_err *err) {
 static int open_zst(egg_tokens *t, const char *path, egg_err *err) {
     int fd;
     uint64_t csize;
-    int rc = open_input(path, &fd, &csize, err);
+    int rc = open_input(path, t->flag, &fd, &csize, err);
     if (rc) return rc;
     egg_data_test_hooks.growths = 0;
     egg_data_test_hooks.spilled = 0;
@@ -538,10 +538,13 @@ done:
 
 /* ---------------------------------------------------------------- API */
 
-int egg_tokens_open(egg_tokens *t, const char *path, egg_err *err) {
+int egg_tokens_open(egg_tokens *t, const char *path, egg_err *err) { return egg_tokens_open_as(t, path, "--data", err); }
+
+int egg_tokens_open_as(egg_tokens *t, const char *path, const char *flag, egg_err *err) {
     memset(t, 0, sizeof *t);
+    t->flag = flag;
     if (!path || !*path)
-        return egg_fail(err, EGG_EINPUT, "(no file): empty data path (pass a file with --data)");
+        return egg_fail(err, EGG_EINPUT, "(no file): empty data path (pass a file with %s)", flag);
     if (strlen(path) >= sizeof t->path)
         return egg_fail(err, EGG_EINPUT, "%.60s...: path longer than %zu bytes (use a shorter path)",
                         path, sizeof t->path - 1);

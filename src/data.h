@@ -38,6 +38,7 @@ typedef struct egg_tokens {
     void *map_base;
     size_t map_len;
     int owns_heap;        /* map_base is anonymous/mmap memory we must unmap */
+    const char *flag;     /* the flag that named the file, for error messages */
 } egg_tokens;
 
 /* Open path. Kind from the name: *.zst → zstd text, *.bin → token file,
@@ -45,6 +46,8 @@ typedef struct egg_tokens {
  * missing/unreadable, empty, corrupt or truncated .zst (content checksum
  * verified), bad .bin header or size, a token >= vocab. */
 int egg_tokens_open(egg_tokens *t, const char *path, egg_err *err);
+/* The same, the errors naming `flag` (e.g. "--val-data") as the one to fix. */
+int egg_tokens_open_as(egg_tokens *t, const char *path, const char *flag, egg_err *err);
 void egg_tokens_close(egg_tokens *t);
 
 static inline uint32_t egg_tok_at(const egg_tokens *t, uint64_t i) {

@@ -54,7 +54,7 @@ static int setup_data(run *R, egg_err *err) {
     R->text = R->data.kind != EGG_SRC_BIN;
     uint32_t dv = R->data.vocab;
     if (*c->val_data) {
-        rc = egg_tokens_open(&R->vdata, c->val_data, err);
+        rc = egg_tokens_open_as(&R->vdata, c->val_data, "--val-data", err);
         if (rc) return rc;
         if (R->vdata.vocab > dv) dv = R->vdata.vocab;
     }

@@ -15,7 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CHECKS="bad_missing_file bad_empty_file bad_short_file bad_corrupt_zst bad_truncated_zst bad_bin_token_ge_vocab
 bad_odd_pop bad_hidden_not_mult32 bad_negative_steps bad_unknown_flag bad_stray_argument bad_update_mode bad_truncated_checkpoint
 bad_checkpoint_other_config bad_checkpoint_checksum bad_resume_not_checkpoint bad_resume_latest_empty bad_config_key
-bad_config_missing bad_no_default_data bad_checkpoint_dir help version config_file_and_override default_input_txt backend_cuda_unavailable
+bad_config_missing bad_config_directory bad_val_data_missing bad_no_default_data bad_checkpoint_dir help version config_file_and_override default_input_txt backend_cuda_unavailable
 progress_off progress_on final_line_format log_json_lines sigterm_clean_stop sigterm_checkpoint_resumes time_limit resume_at_final_step"
 lib_init cli || skip_all "egg_mgpu not built (run make)" $CHECKS
 for tool in python3 zstd; do command -v $tool >/dev/null || skip_all "$tool not found (run setup.sh)" $CHECKS; done
@@ -94,6 +94,9 @@ bad bad_resume_not_checkpoint d.txt --data d.txt "${TINY[@]}" --steps 8 --resume
 bad bad_resume_latest_empty latest --data d.txt "${TINY[@]}" --steps 8 --resume latest
 bad bad_config_key hiden --config badkey.conf --data d.txt "${TINY[@]}"
 bad bad_config_missing nope.conf --config nope.conf --data d.txt "${TINY[@]}"
+mkdir -p conf.d
+bad bad_config_directory conf.d --config conf.d --data d.txt "${TINY[@]}"
+bad bad_val_data_missing "with --val-data" --data d.txt --val-data nope_val.txt "${TINY[@]}"
 mkdir -p nodata
 cd nodata && bad bad_no_default_data --data "${TINY[@]}"; cd "$W"
 # a --checkpoint-dir that cannot be one fails at start-up (exit 2, before any step and the --log file), not at
