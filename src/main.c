@@ -131,7 +131,7 @@ static int select_backend(run *R, egg_err *err) {
         return egg_fail(err, EGG_EINPUT, "--backend cuda: no CUDA GPU is visible (check nvidia-smi / CUDA_VISIBLE_DEVICES, or use --backend cpu)");
     if (c->backend == EGG_BK_CUDA || (c->backend == EGG_BK_AUTO && ndev > 0)) {
         int dev = c->device >= 0 ? c->device : R->d.local_rank % ndev;
-        if (dev >= ndev) return egg_fail(err, EGG_EINPUT, "--device %d: only %d GPUs visible", dev, ndev);
+        if (dev >= ndev) return egg_fail(err, EGG_EINPUT, "--device %d: only %d GPU%s visible (GPUs count from 0)", dev, ndev, ndev == 1 ? "" : "s");
         c->backend = EGG_BK_CUDA;
         int rc = egg_backend_cuda_create(&R->be, c, &R->m, 2 * p0, 2 * p1, dev, err);
         if (!rc) R->have_be = 1;
@@ -144,7 +144,7 @@ static int select_backend(run *R, egg_err *err) {
         return egg_fail(err, EGG_EINPUT, "--backend hip: no AMD GPU is visible (check rocm-smi, access to /dev/kfd and /dev/dri, HIP_VISIBLE_DEVICES; or use --backend cpu)");
     if (c->backend == EGG_BK_HIP || (c->backend == EGG_BK_AUTO && nhip > 0)) {
         int dev = c->device >= 0 ? c->device : R->d.local_rank % nhip;
-        if (dev >= nhip) return egg_fail(err, EGG_EINPUT, "--device %d: only %d AMD GPUs visible", dev, nhip);
+        if (dev >= nhip) return egg_fail(err, EGG_EINPUT, "--device %d: only %d AMD GPU%s visible (GPUs count from 0)", dev, nhip, nhip == 1 ? "" : "s");
         c->backend = EGG_BK_HIP;
         int rc = egg_backend_hip_create(&R->be, c, &R->m, 2 * p0, 2 * p1, dev, err);
         if (!rc) R->have_be = 1;

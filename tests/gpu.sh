@@ -134,6 +134,18 @@ for gb in $gpus; do
     sk "$gb-device" "no usable $gb device: $(grep 'egg: error' "$T/probe" | head -1)"
     continue
   fi
+  # the backend's input errors: exit 2, one "egg: error:" line naming what to change, no step run. A --device
+  # past the visible GPUs; a config whose device memory cannot fit (EGG-1024x32 at 2^19 members, which the int32
+  # votes still allow: ~220 GB of noise alone), whose error says how much it needs and what to lower
+  for e in "device-out-of-range|--device 99|--device 99: only" \
+           "memory-does-not-fit|--hidden 1024 --layers 32 --pop 524288|of device memory but"; do
+    en=${e%%|*}; rest=${e#*|}; eargs=${rest%%|*}; want=${rest#*|}
+    # shellcheck disable=SC2086
+    $BIN --data "$T/c.txt" --seq 4 --steps 1 --backend "$gb" $eargs >"$T/e_out" 2>"$T/e_err"; rc=$?
+    if [ $rc -eq 2 ] && [ "$(wc -l <"$T/e_err")" -eq 1 ] && grep -q '^egg: error: ' "$T/e_err" && grep -qF -- "$want" "$T/e_err" &&
+       ! grep -aq '^step ' "$T/e_out"; then ok "$gb-error-$en"
+    else bad "$gb-error-$en" "exit $rc, stderr: $(head -c 300 "$T/e_err" | tr '\n' '|')"; fi
+  done
   # the byte-lane helpers (the recurrence's gate and mix, the fused MLP's residual add) against the CPU reference,
   # every int8 input (build/cuda_lanes: built by make wherever nvcc is found)
   if [ "$gb" = cuda ]; then
