@@ -42,6 +42,9 @@ static const opt_def OPTS[] = {
     {"backend", T_ENUM, O(backend), 0, 0, "auto|cpu|cuda|hip", "compute backend [auto]"},
     {"simd", T_ENUM, O(simd), 0, 0, "auto|scalar|avx2|avx512", "CPU kernel path (results are identical) [auto]"},
     {"time-limit", T_DBL, O(time_limit), 0, 1e12, NULL, "stop cleanly after this many seconds; 0 = none [0]"},
+    {"hang-timeout", T_DBL, O(hang_timeout), 0, 1e9, NULL,
+     "with 2+ ranks: exit (ending the job) when no step, validation or checkpoint finished for this many seconds, "
+     "e.g. a rank or the network stopped answering; 0 = never [1800]"},
     {"bench", T_FLAG, O(bench), 0, 1, NULL, "benchmark: run --steps (default 5) steps, no validation, report throughput"},
     {"val-every", T_I64, O(val_every), 0, 1e15, NULL, "validate every N steps (and at the end); 0 = only at the end [50]"},
     {"val-len", T_INT, O(val_len), 1, 1 << 20, NULL, "tokens per validation window [256]"},
@@ -82,6 +85,7 @@ void egg_config_defaults(egg_config *c) {
     c->sample_len = 200; c->temperature = 1.0; c->min_p = 0.05;
     c->checkpoint_every = 100;
     c->device = -1; c->check_every = 50; c->test_diverge_step = -1;
+    c->hang_timeout = 1800;
 }
 
 static const opt_def *find_opt(const char *name, size_t len) {

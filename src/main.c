@@ -5,9 +5,11 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "backend.h"
 #include "checkpoint.h"
@@ -20,6 +22,39 @@
 
 static volatile sig_atomic_t g_stop_signal;
 static void on_signal(int s) { g_stop_signal = s; }
+
+/* Hang watchdog (--hang-timeout, multi-rank jobs). A rank that stops answering (a hung GPU, a stopped process,
+ * a network partition) leaves the others waiting in an MPI or NCCL collective that never returns, and the job
+ * would hold its allocation until the scheduler's time limit. The main thread marks progress at start-up and
+ * after each step, validation and checkpoint; a thread exits the rank when none came for --hang-timeout
+ * seconds, so mpirun or srun ends the job, which can then resume from its last checkpoint. */
+static _Atomic long long g_beat_us;   /* egg_now() at the last progress, in microseconds */
+static _Atomic long long g_beat_step; /* the step count then; -1 during start-up */
+static double g_hang_s;
+static int g_hang_rank;
+static void beat(int64_t step) {
+    atomic_store(&g_beat_step, (long long)step);
+    atomic_store(&g_beat_us, (long long)(egg_now() * 1e6));
+}
+static void *watchdog(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct timespec nap = {0, 200 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        const double idle = egg_now() - (double)atomic_load(&g_beat_us) * 1e-6;
+        if (idle < g_hang_s) continue;
+        const long long st = atomic_load(&g_beat_step);
+        char where[64];
+        if (st < 0) snprintf(where, sizeof where, "during start-up");
+        else snprintf(where, sizeof where, "after step %lld", st);
+        fprintf(stderr,
+                "egg: error: rank %d: no progress for %.0f s %s (--hang-timeout %g): another rank, a GPU or the network "
+                "stopped answering; exiting so that the job ends (resume with --resume latest)\n",
+                g_hang_rank, idle, where, g_hang_s);
+        _exit(1);
+    }
+    return NULL;
+}
 
 typedef struct run {
     egg_config c;
@@ -391,6 +426,13 @@ int main(int argc, char **argv) {
     if (!rc) rc = egg_config_validate(c, &err);
     rc = egg_dist_agree(&R.d, rc, &err);
     if (rc) return fail(&R, &err);
+    if (R.d.world > 1 && c->hang_timeout > 0) { /* from here: data, resume, device and NCCL set-up count too */
+        pthread_t wd;
+        g_hang_s = c->hang_timeout;
+        g_hang_rank = R.d.rank;
+        beat(-1);
+        if (pthread_create(&wd, NULL, watchdog, NULL) == 0) pthread_detach(wd);
+    }
 
     /* data (every rank maps it) and the checks that need it */
     rc = setup_data(&R, &err);
@@ -587,6 +629,7 @@ int main(int argc, char **argv) {
     int64_t timed_steps = 0;
 
     while (R.step < c->steps) {
+        beat(R.step); /* the step, validation, sample or checkpoint before ended */
         /* stop when any rank got a signal or ran out of time; every rank takes
          * the same reason (the highest signal number, else --time-limit) */
         int why = g_stop_signal ? (int)g_stop_signal : (c->time_limit > 0 && egg_now() - R.t_start >= c->time_limit) ? 1000 : 0;
@@ -710,6 +753,7 @@ int main(int argc, char **argv) {
     if (stopped_by && R.d.rank == 0)
         printf("egg: stopping after step %lld (%s)\n", (long long)R.step,
                stopped_by > 0 ? (stopped_by == SIGINT ? "SIGINT" : stopped_by == SIGTERM ? "SIGTERM" : "SIGUSR1") : "--time-limit");
+    beat(R.step);
     /* final validation when the loop did not just do it */
     if (!c->bench && (R.step == s0 || stopped_by)) {
         rc = validate(&R, &val_bpb, &err);
@@ -719,10 +763,12 @@ int main(int argc, char **argv) {
             fflush(R.log);
         }
     }
+    beat(R.step);
     if (!c->bench && *c->checkpoint_dir && R.step > s0) {
         rc = write_checkpoint(&R, R.train.n, &err);
         if (rc) return fail(&R, &err);
     }
+    beat(R.step);
     uint64_t sum = egg_model_checksum(&R.m, R.step);
     int64_t nsteps = timed_steps;
     double tps = t_steps > 0 ? (double)c->pop * T * (double)nsteps / t_steps : 0;

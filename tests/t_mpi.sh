@@ -8,7 +8,7 @@
 # one error line (also when only one rank sees it); ranks with different
 # settings are refused, not left to hang; the planted replica divergence is
 # caught; kill -9 of a rank ends the job and the last
-# checkpoint loads; a 2-rank checkpoint resumed on 3 ranks equals the straight
+# checkpoint loads; a stopped rank (SIGSTOP) ends the job by --hang-timeout; a 2-rank checkpoint resumed on 3 ranks equals the straight
 # run; graceful stops by SIGTERM to one rank, SIGUSR1 and SIGTERM to mpirun;
 # the launch/ scripts (dry runs with fake nvidia-smi / rocm-smi, real CPU runs).
 # About 25-35 s on a 2-core box.
@@ -26,7 +26,7 @@ mpi_invariance_idle_rank mpi_invariance_group_straddle mpi_invariance_norm mpi_s
 mpi_update_allreduce_np2 mpi_update_allreduce_np3 mpi_update_allreduce_np4 mpi_update_allreduce_idle_rank
 mpi_update_allreduce_norm mpi_update_auto_cpu mpi_rank0_prints_once
 mpi_bad_input_one_error mpi_bad_input_one_rank mpi_bad_shard_weights mpi_config_mismatch mpi_divergence_caught
-mpi_kill9_ends_job mpi_kill9_checkpoint_loads mpi_elastic_resume_2to3 mpi_sigterm_one_rank mpi_stop_reason_agreed
+mpi_kill9_ends_job mpi_kill9_checkpoint_loads mpi_hang_timeout mpi_elastic_resume_2to3 mpi_sigterm_one_rank mpi_stop_reason_agreed
 mpi_sigusr1_mpirun mpi_sigterm_mpirun launch_local_dry_cuda launch_local_dry_visible launch_local_dry_hidden launch_local_dry_rocm
 launch_local_dry_cpu launch_hosts_dry launch_hosts_dry_unequal launch_hosts_bad_hostfile launch_local_real_cpu
 launch_hosts_real_localhost"
@@ -242,6 +242,28 @@ else
         elif [ "$(csum kres.out)" != "$(csum kstraight.out)" ]; then fail mpi_kill9_checkpoint_loads "checkpoint of step $ks has checksum $(csum kres.out), straight run $(csum kstraight.out)"
         else pass mpi_kill9_checkpoint_loads; fi
     fi
+fi
+
+# ------------------------------------------------------- a rank that stops answering
+# SIGSTOP of rank 1 (as a hung GPU or a frozen node would): rank 0 waits in a collective that never returns
+# until its --hang-timeout (3 s) watchdog exits it with one line, and mpirun then ends the job
+"${MPI[@]}" -np 2 "$bin" "${L[@]}" --checkpoint-dir ck_hang --checkpoint-every 10 --hang-timeout 3 >hang.out 2>&1 &
+mp=$!; LIB_BG="$LIB_BG $mp"
+if ! wait_ckpt ck_hang 40; then fail mpi_hang_timeout "no checkpoint after 40 s: $(tail -n 3 hang.out | tr '\n' ' ')"
+else
+    victim=$(rank_pid "$mp" 1)
+    ranks=$(for r in 0 1; do rank_pid "$mp" $r; done)
+    kill -STOP "$victim"
+    wait_job "$mp" 30
+    i=0; while [ $i -lt 100 ] && [ -n "$(for p in $ranks; do alive "$p" && echo "$p"; done)" ]; do sleep 0.1; i=$((i + 1)); done
+    left=$(for p in $ranks; do alive "$p" && echo "$p"; done | tr '\n' ' ')
+    msg=$(grep -o 'egg: error: rank 0: no progress for [0-9]* s after step [0-9]* (--hang-timeout 3).*' hang.out | head -n 1)
+    if [ "$rc" = 124 ]; then fail mpi_hang_timeout "job still running 30 s after rank 1 was stopped"; kill -CONT "$victim" 2>/dev/null
+    elif [ "$rc" = 0 ]; then fail mpi_hang_timeout "mpirun exit 0 with a stopped rank"
+    elif [ -z "$msg" ]; then fail mpi_hang_timeout "no 'rank 0: no progress' line (exit $rc, after $took s): $(last_err hang.out)"
+    elif awk -v t="$took" 'BEGIN { exit !(t > 20) }'; then fail mpi_hang_timeout "took $took s for a 3 s timeout"
+    elif [ -n "$left" ]; then fail mpi_hang_timeout "processes left 10 s after mpirun: $left"; kill -9 $left 2>/dev/null
+    else pass mpi_hang_timeout; fi
 fi
 
 # ------------------------------------------------------- elastic resume

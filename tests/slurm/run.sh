@@ -20,7 +20,7 @@ skip() { echo "SKIP $1: $2"; }
 fail_list() { local n=$1 IFS=';'; shift; fail "$n" "$*"; }
 info() { echo "# $*"; }
 since() { echo $(($(date +%s) - $1)); }
-ALL_CHECKS="slurm_cluster slurm_uninterrupted slurm_preempt_srun slurm_preempt_mpirun slurm_resume_by_hand slurm_matches_direct slurm_time_limit_requeue"
+ALL_CHECKS="slurm_cluster slurm_uninterrupted slurm_preempt_srun slurm_preempt_mpirun slurm_resume_by_hand slurm_matches_direct slurm_time_limit_requeue slurm_hang_requeue"
 skip_all() { for c in $ALL_CHECKS; do skip "$c" "$1"; done; echo "$NPASS passed, $NFAIL failed"; exit 0; }
 
 # ------------------------------------------------------------ preconditions
@@ -421,6 +421,48 @@ if [ -n "$REF" ]; then
     fi
 else
     skip slurm_time_limit_requeue "no uninterrupted checksum to compare with"
+fi
+
+# ------------------------------------------------------------ (e) a rank stops answering
+# SIGSTOP of one rank (a hung GPU or a frozen node) once a checkpoint exists: the other rank's
+# --hang-timeout watchdog (3 s) exits it, srun ends the step, the script sees the hang in the ranks'
+# output and requeues; the restart resumes from the last checkpoint and ends with the uninterrupted model
+if [ -n "$REF" ]; then
+    t=$(date +%s)
+    name=slurm_hang_requeue
+    submit $name slurm/egg.sbatch "" -- "${EGGARGS[@]}" --hang-timeout 3
+    out=$T/out/$name.out r0=$T/runs/$name/rank0.out errs=()
+    if [ -z "$JOB" ]; then finish_job; errs+=("sbatch failed: $(head -c 300 "$T/out/$name.err")")
+    elif ! wait_ckpt "$r0" $((STEPS / 4)) 120; then
+        timeout 10 scancel "$JOB" 2> /dev/null
+        finish_job
+        errs+=("job $JOB never reached a checkpoint at step >= $((STEPS / 4)) (or ended first)")
+    else
+        victim=
+        for p in $(pgrep -f -- "--checkpoint-dir $T/runs/$name/checkpoints"); do
+            [ "$(cat "/proc/$p/comm" 2> /dev/null)" = egg_mgpu ] && victim=$p
+        done
+        if [ -z "$victim" ]; then errs+=("no egg_mgpu process of job $JOB found")
+        else kill -STOP "$victim"; info "$name: job $JOB: SIGSTOP to rank process $victim after $(since "$t") s"; fi
+        finish_job
+        P=egg.sbatch
+        grep -q "^$P: egg: error: rank [01]: no progress for [0-9]* s after step [0-9]* (--hang-timeout 3)" "$out" || errs+=("batch output has no rank's 'no progress ... (--hang-timeout 3)' line")
+        grep -q "^$P: job step exited with status [1-9][0-9]* (egg stopped early: hang)" "$out" || errs+=("batch output has no 'job step exited ... (egg stopped early: hang)'")
+        grep -q "^$P: requeueing job $JOB (restart 0 -> 1)" "$out" || errs+=("no 'requeueing job $JOB (restart 0 -> 1)'")
+        grep -q "^$P: job $JOB restart 1 on .*: resuming from the latest checkpoint" "$out" || errs+=("restart 1 did not add --resume latest")
+        grep -q '^egg: resumed from .* at step [0-9]*' "$r0" || errs+=("rank 0 output has no 'egg: resumed from'")
+        [ "$RC" = 0 ] || errs+=("sbatch --wait exit status $RC")
+        [ "$(steps_of "$r0")" = "$STEPS" ] && [ "$(checksum_of "$r0")" = "$REF" ] || errs+=("final checksum '$(checksum_of "$r0")' (steps $(steps_of "$r0")) != uninterrupted '$REF'")
+    fi
+    if [ ${#errs[@]} -eq 0 ]; then
+        pass $name
+        info "$name: $(grep -o 'no progress for [0-9]* s after step [0-9]*' "$out" | head -n 1), requeued, resumed $(grep -o 'resumed from .*at step [0-9]*' "$r0" | tail -n 1 | sed 's/.*at step/at step/'), checksum equal; $(since "$t") s"
+    else
+        fail_list $name "${errs[@]}"
+        dump "$out" "$r0" "$T/runs/$name/rank1.out"
+    fi
+else
+    skip slurm_hang_requeue "no uninterrupted checksum to compare with"
 fi
 
 exit 0      # cleanup (EXIT trap) stops the cluster and prints the summary
