@@ -9,6 +9,9 @@
 #             non-zero, within 60 s (nothing hangs)
 #   kill9-resume  the last checkpoint before the kill is intact: resumed on one GPU it reaches the
 #             uninterrupted run's weights
+#   hang      SIGSTOP of one rank (a hung GPU or a frozen node): the others wait in NCCL until their
+#             --hang-timeout (5 s) watchdog exits one of them with one line; mpirun ends the job, no rank
+#             left; the last checkpoint, resumed on one GPU, reaches the uninterrupted run's weights
 # Usage: OUT=/tmp/f EGG_NOBUILD=1 bash tools/gpu_faults.sh  (NCCL_NVLS_ENABLE stays 0)
 set -u
 OUT=${OUT:-/tmp/egg_faults}; mkdir -p "$OUT"
@@ -94,6 +97,31 @@ CUDA_VISIBLE_DEVICES=0 ./egg_mgpu $A --steps $S2 --checkpoint-dir "$OUT/ck_k" --
 got=$(sum "$OUT/kill_resume.log")
 if [ -n "$kc" ] && [ "$kc" -le $S2 ] && [ "$got" = "$ref" ]; then ok "kill9-resume (ckpt_$kc resumed on one GPU to step $S2: checksum $got = the straight run's)"
 else bad kill9-resume "checkpoint step '$kc', checksum '$got', straight '$ref': $(grep -a 'error' "$OUT/kill_resume.log" | head -1)"; fi
+# hang: one rank stopped once the step-50 checkpoint exists
+rm -rf "$OUT/ck_h"
+$MR -np "$NG" ./egg_mgpu $A --steps 100000 --time-limit 120 --checkpoint-dir "$OUT/ck_h" --checkpoint-every 25 --hang-timeout 5 >"$OUT/hang.log" 2>&1 &
+mp=$!
+wait_ckpt "$OUT/ck_h" 50
+victim=$(ranks | tail -n 1)
+kill -STOP "$victim"
+t0=$(date +%s.%N); i=0
+while kill -0 $mp 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+line=$(grep -a -o 'egg: error: rank [0-9]*: no progress for [0-9]* s after step [0-9]* (--hang-timeout 5)' "$OUT/hang.log" | head -n 1)
+if kill -0 $mp 2>/dev/null; then
+  bad hang "mpirun still running 60 s after SIGSTOP of rank pid $victim"
+  kill -KILL $mp $(ranks) 2>/dev/null; wait $mp 2>/dev/null
+else
+  wait $mp; rc=$?
+  i=0; while [ -n "$(ranks)" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+  left=$(ranks | wc -l)
+  hc=$(latest "$OUT/ck_h")
+  CUDA_VISIBLE_DEVICES=0 ./egg_mgpu $A --steps $S2 --checkpoint-dir "$OUT/ck_h" --resume latest >"$OUT/hang_resume.log" 2>&1
+  got=$(sum "$OUT/hang_resume.log")
+  if [ $rc -ne 0 ] && [ "$left" -eq 0 ] && [ -n "$line" ] && [ "$got" = "$ref" ]; then
+    ok "hang (np=$NG: SIGSTOP of one rank; '${line#egg: error: }'; the job ended ${took} s after the stop, exit $rc, no rank left; ckpt_$hc resumed on one GPU to step $S2: checksum $got = the straight run's)"
+  else bad hang "exit $rc after ${took} s, $left ranks left, line '$line', resumed ckpt_$hc checksum '$got' (straight '$ref')"; kill -KILL $(ranks) 2>/dev/null; fi
+fi
 date -u
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
