@@ -30,27 +30,34 @@ static void on_signal(int s) { g_stop_signal = s; }
  * seconds, so mpirun or srun ends the job, which can then resume from its last checkpoint. */
 static _Atomic long long g_beat_us;   /* egg_now() at the last progress, in microseconds */
 static _Atomic long long g_beat_step; /* the step count then; -1 during start-up */
+static _Atomic long long g_gap_us;    /* the longest time between two marks so far */
 static double g_hang_s;
 static int g_hang_rank;
-static void beat(int64_t step) {
+/* gap: count the time since the last mark towards the longest gap (not start-up's, nor the first step's warm-up) */
+static void beat(int64_t step, int gap) {
+    const long long now = (long long)(egg_now() * 1e6), last = atomic_load(&g_beat_us);
+    if (gap && now - last > atomic_load(&g_gap_us)) atomic_store(&g_gap_us, now - last);
     atomic_store(&g_beat_step, (long long)step);
-    atomic_store(&g_beat_us, (long long)(egg_now() * 1e6));
+    atomic_store(&g_beat_us, now);
 }
 static void *watchdog(void *arg) {
     (void)arg;
     for (;;) {
         struct timespec nap = {0, 200 * 1000 * 1000};
         nanosleep(&nap, NULL);
+        /* the limit: --hang-timeout, or 10 times the longest gap between marks so far where that is longer (a
+         * job whose steps legitimately take minutes is not cut by a limit set for seconds) */
         const double idle = egg_now() - (double)atomic_load(&g_beat_us) * 1e-6;
-        if (idle < g_hang_s) continue;
+        const double lim = fmax(g_hang_s, 10.0 * (double)atomic_load(&g_gap_us) * 1e-6);
+        if (idle < lim) continue;
         const long long st = atomic_load(&g_beat_step);
         char where[64];
         if (st < 0) snprintf(where, sizeof where, "during start-up");
         else snprintf(where, sizeof where, "after step %lld", st);
         fprintf(stderr,
-                "egg: error: rank %d: no progress for %.0f s %s (--hang-timeout %g): another rank, a GPU or the network "
+                "egg: error: rank %d: no progress for %.0f s %s (--hang-timeout %g%s): another rank, a GPU or the network "
                 "stopped answering; exiting so that the job ends (resume with --resume latest)\n",
-                g_hang_rank, idle, where, g_hang_s);
+                g_hang_rank, idle, where, g_hang_s, lim > g_hang_s ? ", or 10x the longest step so far" : "");
         _exit(1);
     }
     return NULL;
@@ -430,7 +437,7 @@ int main(int argc, char **argv) {
         pthread_t wd;
         g_hang_s = c->hang_timeout;
         g_hang_rank = R.d.rank;
-        beat(-1);
+        beat(-1, 0);
         if (pthread_create(&wd, NULL, watchdog, NULL) == 0) pthread_detach(wd);
     }
 
@@ -629,7 +636,7 @@ int main(int argc, char **argv) {
     int64_t timed_steps = 0;
 
     while (R.step < c->steps) {
-        beat(R.step); /* the step, validation, sample or checkpoint before ended */
+        beat(R.step, R.step >= s0 + 2); /* the step, validation, sample or checkpoint before ended */
         /* stop when any rank got a signal or ran out of time; every rank takes
          * the same reason (the highest signal number, else --time-limit) */
         int why = g_stop_signal ? (int)g_stop_signal : (c->time_limit > 0 && egg_now() - R.t_start >= c->time_limit) ? 1000 : 0;
@@ -753,7 +760,7 @@ int main(int argc, char **argv) {
     if (stopped_by && R.d.rank == 0)
         printf("egg: stopping after step %lld (%s)\n", (long long)R.step,
                stopped_by > 0 ? (stopped_by == SIGINT ? "SIGINT" : stopped_by == SIGTERM ? "SIGTERM" : "SIGUSR1") : "--time-limit");
-    beat(R.step);
+    beat(R.step, R.step >= s0 + 2);
     /* final validation when the loop did not just do it */
     if (!c->bench && (R.step == s0 || stopped_by)) {
         rc = validate(&R, &val_bpb, &err);
@@ -763,12 +770,12 @@ int main(int argc, char **argv) {
             fflush(R.log);
         }
     }
-    beat(R.step);
+    beat(R.step, R.step >= s0 + 2);
     if (!c->bench && *c->checkpoint_dir && R.step > s0) {
         rc = write_checkpoint(&R, R.train.n, &err);
         if (rc) return fail(&R, &err);
     }
-    beat(R.step);
+    beat(R.step, R.step >= s0 + 2);
     uint64_t sum = egg_model_checksum(&R.m, R.step);
     int64_t nsteps = timed_steps;
     double tps = t_steps > 0 ? (double)c->pop * T * (double)nsteps / t_steps : 0;
