@@ -69,6 +69,9 @@ static const opt_def OPTS[] = {
      "update across ranks: replicated (each from all pairs' fitness), allreduce (own pairs, votes summed), "
      "auto: allreduce where the ranks have NCCL (a GPU each), else replicated [auto]"},
     {"test-diverge-step", T_I64, O(test_diverge_step), -1, 1e15, NULL, NULL /* hidden: tests only */},
+    {"test-step-ms", T_INT, O(test_step_ms), 0, 100000, NULL, NULL /* hidden: tests only (--hang-timeout) */},
+    {"test-sleep-step", T_I64, O(test_sleep_step), -1, 1e15, NULL, NULL /* hidden: tests only */},
+    {"test-sleep-ms", T_INT, O(test_sleep_ms), 0, 100000, NULL, NULL /* hidden: tests only */},
     {"dump-scores", T_STR, O(dump_scores), 0, 0, NULL, NULL /* hidden: tests only (backend comparison) */},
 };
 #define NOPTS (sizeof OPTS / sizeof OPTS[0])
@@ -84,7 +87,7 @@ void egg_config_defaults(egg_config *c) {
     c->print_every = 1; c->progress = 0;
     c->sample_len = 200; c->temperature = 1.0; c->min_p = 0.05;
     c->checkpoint_every = 100;
-    c->device = -1; c->check_every = 50; c->test_diverge_step = -1;
+    c->device = -1; c->check_every = 50; c->test_diverge_step = -1; c->test_sleep_step = -1;
     c->hang_timeout = 1800;
 }
 

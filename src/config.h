@@ -57,6 +57,9 @@ typedef struct egg_config {
     int exchange;         /* 0 auto, 1 mpi, 2 nccl */
     int update;           /* egg_update_kind */
     int64_t test_diverge_step; /* test-only: plant a divergence on the last rank */
+    int test_step_ms;          /* test-only: every rank sleeps this long in each step after the first */
+    int64_t test_sleep_step;   /* test-only: ... and test_sleep_ms more in this step */
+    int test_sleep_ms;
     char dump_scores[1024];    /* test-only: append every step's int32 member scores */
     /* bookkeeping: which keys were given explicitly */
     int given_steps;

@@ -700,6 +700,11 @@ int main(int argc, char **argv) {
         rc = R.be.update(&R.be, &R.m, c->seed, epoch, fitv, tau, upd_ar ? &vsum : NULL, &us, &err);
         if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
         if (c->test_diverge_step == step && R.d.rank == R.d.world - 1) R.m.params[0] ^= 1; /* tests only */
+        if (step > s0 && (c->test_step_ms || c->test_sleep_step == step)) { /* tests only: a slow step */
+            const long ms = c->test_step_ms + (c->test_sleep_step == step ? c->test_sleep_ms : 0);
+            struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+            nanosleep(&d, NULL);
+        }
         R.step++;
         double tu = egg_now();
         double emax = egg_dist_max_dbl(&R.d, te - ts);

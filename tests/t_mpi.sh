@@ -26,7 +26,7 @@ mpi_invariance_idle_rank mpi_invariance_group_straddle mpi_invariance_norm mpi_s
 mpi_update_allreduce_np2 mpi_update_allreduce_np3 mpi_update_allreduce_np4 mpi_update_allreduce_idle_rank
 mpi_update_allreduce_norm mpi_update_auto_cpu mpi_rank0_prints_once
 mpi_bad_input_one_error mpi_bad_input_one_rank mpi_bad_shard_weights mpi_config_mismatch mpi_divergence_caught
-mpi_kill9_ends_job mpi_kill9_checkpoint_loads mpi_hang_timeout mpi_elastic_resume_2to3 mpi_sigterm_one_rank mpi_stop_reason_agreed
+mpi_kill9_ends_job mpi_kill9_checkpoint_loads mpi_hang_timeout mpi_hang_timeout_adapts mpi_hang_timeout_slow_step_cut mpi_elastic_resume_2to3 mpi_sigterm_one_rank mpi_stop_reason_agreed
 mpi_sigusr1_mpirun mpi_sigterm_mpirun launch_local_dry_cuda launch_local_dry_visible launch_local_dry_hidden launch_local_dry_rocm
 launch_local_dry_cpu launch_hosts_dry launch_hosts_dry_unequal launch_hosts_bad_hostfile launch_local_real_cpu
 launch_hosts_real_localhost"
@@ -265,6 +265,16 @@ else
     elif [ -n "$left" ]; then fail mpi_hang_timeout "processes left 10 s after mpirun: $left"; kill -9 $left 2>/dev/null
     else pass mpi_hang_timeout; fi
 fi
+
+# the limit after the first step is at least 10x the longest step so far: with every step 0.3 s (hidden test
+# flags), a 1.8 s step 4 passes a 1 s --hang-timeout; with fast steps the same 1.5 s sleep is cut at 1 s
+run 2 hadapt.out "${M[@]}" --pop 22 --steps 6 --hang-timeout 1 --test-step-ms 300 --test-sleep-step 4 --test-sleep-ms 1500
+if [ "$rc" = 0 ] && [ "$(ndone hadapt.out)" = 1 ] && ! grep -q 'no progress' hadapt.out; then pass mpi_hang_timeout_adapts
+else fail mpi_hang_timeout_adapts "exit $rc: $(last_err hadapt.out)"; fi
+run 2 hcut.out "${M[@]}" --pop 22 --steps 6 --hang-timeout 1 --test-sleep-step 4 --test-sleep-ms 5000
+if [ "$rc" != 0 ] && grep -q 'egg: error: rank [01]: no progress for [0-9]* s after step 4 (--hang-timeout 1)' hcut.out &&
+   [ "$(ndone hcut.out)" = 0 ]; then pass mpi_hang_timeout_slow_step_cut
+else fail mpi_hang_timeout_slow_step_cut "exit $rc: $(last_err hcut.out)"; fi
 
 # ------------------------------------------------------- elastic resume
 run 0 el_ref.out "${M[@]}" --pop 22 --steps 10
