@@ -775,6 +775,9 @@ int main(int argc, char **argv) {
             fflush(R.log);
         }
     }
+    /* no step ran (a checkpoint resumed at its own step): --sample-every samples the loaded model, so that a
+     * trained checkpoint can be sampled without training it further */
+    if (!c->bench && R.step == s0 && c->sample_every > 0) sample(&R, R.step);
     beat(R.step, R.step >= s0 + 2);
     if (!c->bench && *c->checkpoint_dir && R.step > s0) {
         rc = write_checkpoint(&R, R.train.n, &err);

@@ -7,8 +7,8 @@
 # --log file stays absent and the --checkpoint-dir (an empty directory) stays
 # empty. Then: --help, --version, --config (flags override it), the default
 # input.txt pick-up, --backend cuda without a usable GPU, the final line's
-# format, --log JSON lines, SIGTERM mid-run, --time-limit, and a resume whose
-# --steps equals the checkpoint's step.
+# format, --log JSON lines, SIGTERM mid-run, --time-limit, a resume whose
+# --steps equals the checkpoint's step, and sampling such a resumed checkpoint.
 # Prints one PASS/FAIL/SKIP line per check; exit 1 if any FAIL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -16,7 +16,7 @@ CHECKS="bad_missing_file bad_empty_file bad_short_file bad_corrupt_zst bad_trunc
 bad_odd_pop bad_hidden_not_mult32 bad_negative_steps bad_unknown_flag bad_stray_argument bad_update_mode bad_truncated_checkpoint
 bad_checkpoint_other_config bad_checkpoint_checksum bad_resume_not_checkpoint bad_resume_latest_empty bad_config_key
 bad_config_missing bad_config_directory bad_val_data_missing bad_no_default_data bad_checkpoint_dir help version config_file_and_override default_input_txt backend_cuda_unavailable
-progress_off progress_on final_line_format log_json_lines sigterm_clean_stop sigterm_checkpoint_resumes time_limit resume_at_final_step"
+progress_off progress_on final_line_format log_json_lines sigterm_clean_stop sigterm_checkpoint_resumes time_limit resume_at_final_step sample_from_checkpoint"
 lib_init cli || skip_all "egg_mgpu not built (run make)" $CHECKS
 for tool in python3 zstd; do command -v $tool >/dev/null || skip_all "$tool not found (run setup.sh)" $CHECKS; done
 
@@ -276,6 +276,20 @@ if [ $RC -ne 0 ]; then fail resume_at_final_step "exit $RC: $(head -c 200 r0.err
 elif ! final_line r0.out | grep -qE "$RE0"; then fail resume_at_final_step "final line '$(final_line r0.out)'"
 elif [ "$(checksum_of r0.out)" != "$CK4_SUM" ]; then fail resume_at_final_step "checksum $(checksum_of r0.out), the 4-step run had $CK4_SUM"
 else pass resume_at_final_step
+fi
+
+# sampling a trained checkpoint without training it: the resume above with --sample-every prints one sample
+# of the loaded model, and greedy it is the sample the training run printed at that step from the same weights
+SMP=(--sample-every 4 --temperature 0 --prompt "the " --sample-len 40)
+run_egg s4.out s4.err --data d.txt "${TINY[@]}" --steps 4 --checkpoint-dir cks "${SMP[@]}"
+want=$(grep -a '^egg: sample step=4: ' s4.out)
+run_egg s0.out s0.err --data d.txt "${TINY[@]}" --steps 4 --checkpoint-dir cks --resume latest "${SMP[@]}" --sample-every 1
+got=$(grep -a '^egg: sample ' s0.out)
+if [ $RC -ne 0 ]; then fail sample_from_checkpoint "exit $RC: $(head -c 200 s0.err)"
+elif [ -z "$want" ]; then fail sample_from_checkpoint "the training run printed no sample at step 4"
+elif [ "$got" != "$want" ]; then fail sample_from_checkpoint "resumed sample '$got', the training run's '$want'"
+elif grep -q '^step ' s0.out; then fail sample_from_checkpoint "the resumed run trained"
+else pass sample_from_checkpoint
 fi
 
 lib_finish
