@@ -186,14 +186,21 @@ print('len %d vs %d, %d differ, first at %s: cpu %s gpu %s' % (len(x),len(y),len
   # resume across backends: cpu 2 steps + checkpoint, gpu resumes to 4 == cpu straight 4
   base="--data $T/c.txt --hidden 64 --layers 2 --pop 130 --seq 10 --val-every 0 --threads 2"
   rm -rf "$T/ck"
+  smp="--temperature 0 --prompt the --sample-len 40"
   # shellcheck disable=SC2086
-  $BIN $base --steps 4 --backend cpu >"$T/r1" 2>&1
+  $BIN $base --steps 4 --backend cpu --sample-every 4 $smp >"$T/r1" 2>&1
   # shellcheck disable=SC2086
   $BIN $base --steps 2 --backend cpu --checkpoint-dir "$T/ck" >"$T/r2" 2>&1
   # shellcheck disable=SC2086
   $BIN $base --steps 4 --backend "$gb" --checkpoint-dir "$T/ck" --resume latest >"$T/r3" 2>&1
   a=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/r1"); b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/r3")
   [ -n "$a" ] && [ "$a" = "$b" ] && ok "$gb-resume-from-cpu" || bad "$gb-resume-from-cpu" "straight cpu=$a resumed $gb=$b"
+  # the GPU's checkpoint of step 4 resumed at that step (no step runs) samples the loaded weights: greedy, the CPU
+  # straight run's sample at step 4
+  # shellcheck disable=SC2086
+  $BIN $base --steps 4 --backend "$gb" --checkpoint-dir "$T/ck" --resume latest --sample-every 1 $smp >"$T/r4" 2>&1
+  a=$(grep -a '^egg: sample step=4' "$T/r1"); b=$(grep -a '^egg: sample ' "$T/r4")
+  [ -n "$a" ] && [ "$a" = "$b" ] && ok "$gb-sample-from-checkpoint" || bad "$gb-sample-from-checkpoint" "cpu '$a', $gb resumed '$b'"
   # two MPI ranks on this GPU (MPI exchange): each rank's update copies its own pairs' noise from its
   # eval's blob and hashes the other rank's; the weights must equal the one-process CPU run's
   # (both ranks see only the first visible GPU, also on a machine with several; the default --update auto is then
