@@ -43,7 +43,7 @@ static const opt_def OPTS[] = {
     {"simd", T_ENUM, O(simd), 0, 0, "auto|scalar|avx2|avx512", "CPU kernel path (results are identical) [auto]"},
     {"time-limit", T_DBL, O(time_limit), 0, 1e12, NULL, "stop cleanly after this many seconds; 0 = none [0]"},
     {"hang-timeout", T_DBL, O(hang_timeout), 0, 1e9, NULL,
-     "with 2+ ranks: exit (ending the job) when no step, validation or checkpoint finished for this many seconds "
+     "with 2+ ranks or a GPU: exit (ending the job) when no step, validation or checkpoint finished for this many seconds "
      "(or 10x the longest step so far, if more), e.g. a rank or the network stopped answering; 0 = never [1800]"},
     {"bench", T_FLAG, O(bench), 0, 1, NULL, "benchmark: run --steps (default 5) steps, no validation, report throughput"},
     {"val-every", T_I64, O(val_every), 0, 1e15, NULL, "validate every N steps (and at the end); 0 = only at the end [50]"},

@@ -23,9 +23,10 @@
 static volatile sig_atomic_t g_stop_signal;
 static void on_signal(int s) { g_stop_signal = s; }
 
-/* Hang watchdog (--hang-timeout, multi-rank jobs). A rank that stops answering (a hung GPU, a stopped process,
- * a network partition) leaves the others waiting in an MPI or NCCL collective that never returns, and the job
- * would hold its allocation until the scheduler's time limit. The main thread marks progress at start-up and
+/* Hang watchdog (--hang-timeout; multi-rank jobs, and one process on a GPU). A rank that stops answering (a hung
+ * GPU, a stopped process, a network partition) leaves the others waiting in an MPI or NCCL collective that never
+ * returns, and a hung GPU leaves even a lone process waiting on it: the job would hold its allocation until the
+ * scheduler's time limit. The main thread marks progress at start-up and
  * after each step, validation and checkpoint; a thread exits the rank when none came for --hang-timeout
  * seconds, so mpirun or srun ends the job, which can then resume from its last checkpoint. */
 static _Atomic long long g_beat_us;   /* egg_now() at the last progress, in microseconds */
@@ -78,6 +79,18 @@ typedef struct run {
     FILE *log;
     double t_start;
 } run;
+
+/* start the watchdog once (--hang-timeout > 0): for every rank of a multi-rank job, and for one process on a GPU */
+static void arm_watchdog(const run *R) {
+    static int armed;
+    pthread_t wd;
+    if (armed || R->c.hang_timeout <= 0) return;
+    armed = 1;
+    g_hang_s = R->c.hang_timeout;
+    g_hang_rank = R->d.rank;
+    beat(-1, 0);
+    if (pthread_create(&wd, NULL, watchdog, NULL) == 0) pthread_detach(wd);
+}
 
 static int file_exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
 
@@ -433,13 +446,7 @@ int main(int argc, char **argv) {
     if (!rc) rc = egg_config_validate(c, &err);
     rc = egg_dist_agree(&R.d, rc, &err);
     if (rc) return fail(&R, &err);
-    if (R.d.world > 1 && c->hang_timeout > 0) { /* from here: data, resume, device and NCCL set-up count too */
-        pthread_t wd;
-        g_hang_s = c->hang_timeout;
-        g_hang_rank = R.d.rank;
-        beat(-1, 0);
-        if (pthread_create(&wd, NULL, watchdog, NULL) == 0) pthread_detach(wd);
-    }
+    if (R.d.world > 1) arm_watchdog(&R); /* from here: data, resume, device and NCCL set-up count too */
 
     /* data (every rank maps it) and the checks that need it */
     rc = setup_data(&R, &err);
@@ -496,6 +503,7 @@ int main(int argc, char **argv) {
     rc = select_backend(&R, &err);
     rc = egg_dist_agree(&R.d, rc, &err);
     if (rc) return fail(&R, &err);
+    if (R.be.device_id >= 0) arm_watchdog(&R); /* one process on a GPU: a hung device, too */
     if (ck.state) {
         size_t per = (size_t)R.m.L * R.m.H;
         rc = R.be.set_state(&R.be, ck.state + (size_t)R.p0 * 2 * per, &err);

@@ -146,6 +146,13 @@ for gb in $gpus; do
        ! grep -aq '^step ' "$T/e_out"; then ok "$gb-error-$en"
     else bad "$gb-error-$en" "exit $rc, stderr: $(head -c 300 "$T/e_err" | tr '\n' '|')"; fi
   done
+  # one process on a GPU runs the --hang-timeout watchdog too: a step that stops (a hidden test flag sleeps 5 s in
+  # step 3) ends the run after the 1 s limit, exit 1, one line
+  $BIN --data "$T/c.txt" --hidden 64 --layers 1 --seq 8 --pop 64 --steps 6 --backend "$gb" --hang-timeout 1 \
+    --test-sleep-step 3 --test-sleep-ms 5000 >"$T/h_out" 2>"$T/h_err"; rc=$?
+  if [ $rc -eq 1 ] && grep -q "^egg: error: rank 0: no progress for [0-9]* s after step 3 (--hang-timeout 1)" "$T/h_err" &&
+     ! grep -aq '^egg: done' "$T/h_out"; then ok "$gb-hang-timeout-one-process"
+  else bad "$gb-hang-timeout-one-process" "exit $rc, stderr: $(head -c 300 "$T/h_err" | tr '\n' '|')"; fi
   # the byte-lane helpers (the recurrence's gate and mix, the fused MLP's residual add) against the CPU reference,
   # every int8 input (build/cuda_lanes: built by make wherever nvcc is found)
   if [ "$gb" = cuda ]; then

@@ -26,7 +26,7 @@ mpi_invariance_idle_rank mpi_invariance_group_straddle mpi_invariance_norm mpi_s
 mpi_update_allreduce_np2 mpi_update_allreduce_np3 mpi_update_allreduce_np4 mpi_update_allreduce_idle_rank
 mpi_update_allreduce_norm mpi_update_auto_cpu mpi_rank0_prints_once
 mpi_bad_input_one_error mpi_bad_input_one_rank mpi_bad_shard_weights mpi_config_mismatch mpi_divergence_caught
-mpi_kill9_ends_job mpi_kill9_checkpoint_loads mpi_hang_timeout mpi_hang_timeout_adapts mpi_hang_timeout_slow_step_cut mpi_elastic_resume_2to3 mpi_sigterm_one_rank mpi_stop_reason_agreed
+mpi_kill9_ends_job mpi_kill9_checkpoint_loads mpi_hang_timeout mpi_hang_timeout_adapts mpi_hang_timeout_slow_step_cut hang_timeout_off_for_one_cpu_process mpi_elastic_resume_2to3 mpi_sigterm_one_rank mpi_stop_reason_agreed
 mpi_sigusr1_mpirun mpi_sigterm_mpirun launch_local_dry_cuda launch_local_dry_visible launch_local_dry_hidden launch_local_dry_rocm
 launch_local_dry_cpu launch_hosts_dry launch_hosts_dry_unequal launch_hosts_bad_hostfile launch_local_real_cpu
 launch_hosts_real_localhost"
@@ -275,6 +275,10 @@ run 2 hcut.out "${M[@]}" --pop 22 --steps 6 --hang-timeout 1 --test-sleep-step 4
 if [ "$rc" != 0 ] && grep -q 'egg: error: rank [01]: no progress for [0-9]* s after step 4 (--hang-timeout 1)' hcut.out &&
    [ "$(ndone hcut.out)" = 0 ]; then pass mpi_hang_timeout_slow_step_cut
 else fail mpi_hang_timeout_slow_step_cut "exit $rc: $(last_err hcut.out)"; fi
+# one CPU process has no peer to wait for and no device: no watchdog, the same slow step completes
+run 0 hone.out "${M[@]}" --pop 22 --steps 6 --hang-timeout 1 --test-sleep-step 4 --test-sleep-ms 1500
+if [ "$rc" = 0 ] && [ "$(ndone hone.out)" = 1 ]; then pass hang_timeout_off_for_one_cpu_process
+else fail hang_timeout_off_for_one_cpu_process "exit $rc: $(last_err hone.out)"; fi
 
 # ------------------------------------------------------- elastic resume
 run 0 el_ref.out "${M[@]}" --pop 22 --steps 10
