@@ -33,7 +33,7 @@ typedef struct egg_config {
     int backend;          /* egg_backend_kind */
     int simd;             /* egg_simd_kind (CPU backend) */
     double time_limit;    /* seconds, 0 = none */
-    double hang_timeout;  /* seconds without progress before a rank of a multi-rank job exits; 0 = never */
+    double hang_timeout;  /* seconds without progress before a rank (of a multi-rank job, or on a GPU) exits; 0 = never */
     int bench;
     /* validation */
     int64_t val_every;
