@@ -65,63 +65,61 @@ if [ -n "$ref" ] && [ "$got" = "$ref" ] && grep -aq "resumed from .*step $ck" "$
   ok "shrink (step $ck on np=$NG resumed on np=$n2 to step $S2: checksum $got = the straight run's)"
 else bad shrink "np=$n2 checksum '$got', straight '$ref': $(grep -a 'resumed\|error' "$OUT/shrink.log" | head -2 | tr '\n' '|')"; fi
 
-# kill9: one rank killed once the step-50 checkpoint exists (the others block in NCCL)
-rm -rf "$OUT/ck_k"
-$MR -np "$NG" ./egg_mgpu $A --steps 100000 --time-limit 120 --checkpoint-dir "$OUT/ck_k" --checkpoint-every 25 >"$OUT/kill.log" 2>&1 &
-mp=$!
-wait_ckpt "$OUT/ck_k" 50
-victim=$(ranks | tail -n 1)
-kill -KILL "$victim"
-t0=$(date +%s.%N); i=0
-while kill -0 $mp 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-if kill -0 $mp 2>/dev/null; then
-  bad kill9 "mpirun still running 60 s after kill -9 of rank pid $victim: $(ranks | wc -l) ranks left"
-  kill -KILL $mp $(ranks) 2>/dev/null; wait $mp 2>/dev/null
-else
+# strike SIGNAL NAME [egg args]: a run to step 100000 with checkpoints every 25 steps in $OUT/ck_NAME; once the
+# step-50 one exists, SIGNAL to one rank (the others then wait in NCCL). Waits up to 60 s for mpirun (rc 124 and
+# everything killed if it is still running), then up to 30 s for the other ranks (a rank may still be tearing
+# down its GPU context). Sets rc, took (s from the signal to mpirun's end), gone (s after it), left (ranks still
+# there); log $OUT/NAME.log
+strike() {
+  local sig=$1 name=$2 mp victim t0 i
+  shift 2
+  rm -rf "$OUT/ck_$name"
+  $MR -np "$NG" ./egg_mgpu $A --steps 100000 --time-limit 120 --checkpoint-dir "$OUT/ck_$name" --checkpoint-every 25 "$@" \
+    >"$OUT/$name.log" 2>&1 &
+  mp=$!
+  wait_ckpt "$OUT/ck_$name" 50
+  victim=$(ranks | tail -n 1)
+  kill -"$sig" "$victim"
+  t0=$(date +%s.%N); i=0
+  while kill -0 $mp 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  if kill -0 $mp 2>/dev/null; then
+    rc=124; left=$(ranks | wc -l); gone=-
+    kill -KILL $mp $(ranks) 2>/dev/null; wait $mp 2>/dev/null
+    return
+  fi
   wait $mp; rc=$?
-  # the other ranks: gone with mpirun, or within 30 s of it (a rank still tearing down its GPU context)
-  ps -o pid,stat,etime,wchan:20,cmd -p "$(ranks | tr '\n' ',' | sed 's/,$//')" 2>/dev/null | cut -c1-120
   i=0; while [ -n "$(ranks)" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
   gone=$(awk -v i=$i 'BEGIN { printf "%.1f", i / 10 }')
   left=$(ranks | wc -l)
-  if [ $rc -ne 0 ] && [ "$left" -eq 0 ]; then ok "kill9 (np=$NG: kill -9 of one rank ended the job in ${took} s, exit $rc; the other ranks gone ${gone} s after mpirun)"
-  else bad kill9 "exit $rc after ${took} s; $left ranks still running 30 s after mpirun exited: $(ps -o pid,stat,etime,wchan:20 -p "$(ranks | tr '\n' ',' | sed 's/,$//')" | tail -n +2 | tr '\n' '|')"
-    kill -KILL $(ranks) 2>/dev/null; fi
-fi
+  [ "$left" -eq 0 ] || kill -KILL $(ranks) 2>/dev/null
+}
+# resume_one NAME: $OUT/ck_NAME's last checkpoint resumed on one GPU to step S2; sets rstep (its step), got (checksum)
+resume_one() {
+  rstep=$(latest "$OUT/ck_$1")
+  CUDA_VISIBLE_DEVICES=0 ./egg_mgpu $A --steps $S2 --checkpoint-dir "$OUT/ck_$1" --resume latest >"$OUT/$1_resume.log" 2>&1
+  got=$(sum "$OUT/$1_resume.log")
+}
+
+# kill9: kill -9 of one rank: mpirun ends the job, no rank left
+strike KILL kill
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$left" -eq 0 ]; then
+  ok "kill9 (np=$NG: kill -9 of one rank ended the job in ${took} s, exit $rc; the other ranks gone ${gone} s after mpirun)"
+else bad kill9 "exit $rc after ${took} s (124: mpirun still running after 60 s); $left ranks still running"; fi
 grep -a 'noticed\|signal 9\|error' "$OUT/kill.log" | head -3
 
 # kill9-resume: the last checkpoint before the kill, resumed on one GPU to step S2
-kc=$(latest "$OUT/ck_k")
-CUDA_VISIBLE_DEVICES=0 ./egg_mgpu $A --steps $S2 --checkpoint-dir "$OUT/ck_k" --resume latest >"$OUT/kill_resume.log" 2>&1
-got=$(sum "$OUT/kill_resume.log")
-if [ -n "$kc" ] && [ "$kc" -le $S2 ] && [ "$got" = "$ref" ]; then ok "kill9-resume (ckpt_$kc resumed on one GPU to step $S2: checksum $got = the straight run's)"
-else bad kill9-resume "checkpoint step '$kc', checksum '$got', straight '$ref': $(grep -a 'error' "$OUT/kill_resume.log" | head -1)"; fi
-# hang: one rank stopped once the step-50 checkpoint exists
-rm -rf "$OUT/ck_h"
-$MR -np "$NG" ./egg_mgpu $A --steps 100000 --time-limit 120 --checkpoint-dir "$OUT/ck_h" --checkpoint-every 25 --hang-timeout 5 >"$OUT/hang.log" 2>&1 &
-mp=$!
-wait_ckpt "$OUT/ck_h" 50
-victim=$(ranks | tail -n 1)
-kill -STOP "$victim"
-t0=$(date +%s.%N); i=0
-while kill -0 $mp 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+resume_one kill
+if [ -n "$rstep" ] && [ "$rstep" -le $S2 ] && [ "$got" = "$ref" ]; then ok "kill9-resume (ckpt_$rstep resumed on one GPU to step $S2: checksum $got = the straight run's)"
+else bad kill9-resume "checkpoint step '$rstep', checksum '$got', straight '$ref': $(grep -a 'error' "$OUT/kill_resume.log" | head -1)"; fi
+
+# hang: SIGSTOP of one rank under --hang-timeout 5; then its last checkpoint resumed on one GPU
+strike STOP hang --hang-timeout 5
 line=$(grep -a -o 'egg: error: rank [0-9]*: no progress for [0-9]* s after step [0-9]* (--hang-timeout 5)' "$OUT/hang.log" | head -n 1)
-if kill -0 $mp 2>/dev/null; then
-  bad hang "mpirun still running 60 s after SIGSTOP of rank pid $victim"
-  kill -KILL $mp $(ranks) 2>/dev/null; wait $mp 2>/dev/null
-else
-  wait $mp; rc=$?
-  i=0; while [ -n "$(ranks)" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-  left=$(ranks | wc -l)
-  hc=$(latest "$OUT/ck_h")
-  CUDA_VISIBLE_DEVICES=0 ./egg_mgpu $A --steps $S2 --checkpoint-dir "$OUT/ck_h" --resume latest >"$OUT/hang_resume.log" 2>&1
-  got=$(sum "$OUT/hang_resume.log")
-  if [ $rc -ne 0 ] && [ "$left" -eq 0 ] && [ -n "$line" ] && [ "$got" = "$ref" ]; then
-    ok "hang (np=$NG: SIGSTOP of one rank; '${line#egg: error: }'; the job ended ${took} s after the stop, exit $rc, no rank left; ckpt_$hc resumed on one GPU to step $S2: checksum $got = the straight run's)"
-  else bad hang "exit $rc after ${took} s, $left ranks left, line '$line', resumed ckpt_$hc checksum '$got' (straight '$ref')"; kill -KILL $(ranks) 2>/dev/null; fi
-fi
+resume_one hang
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$left" -eq 0 ] && [ -n "$line" ] && [ "$got" = "$ref" ]; then
+  ok "hang (np=$NG: SIGSTOP of one rank; '${line#egg: error: }'; the job ended ${took} s after the stop, exit $rc, no rank left; ckpt_$rstep resumed on one GPU to step $S2: checksum $got = the straight run's)"
+else bad hang "exit $rc after ${took} s (124: mpirun still running after 60 s), $left ranks left, line '$line', resumed ckpt_$rstep checksum '$got' (straight '$ref')"; fi
 date -u
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
