@@ -111,10 +111,12 @@ $(BUILD)/cuda_lanes: tests/cuda_lanes.cu kernels/cuda/egg_lanes.cuh kernels/cuda
 	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -diag-suppress 20091 -Isrc -Ikernels $< -o $@
 $(BUILD)/wgmma_rate: tools/wgmma_rate.cu kernels/cuda/egg_wgmma.cuh $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Ikernels $< -o $@
-$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh kernels/cuda/egg_wgmma.cuh kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
+# the kernel headers egg_cuda.cu includes (one translation unit)
+CUDA_HDRS := $(wildcard kernels/cuda/*.cuh)
+$(BUILD)/egg_cuda.o: kernels/cuda/egg_cuda.cu $(CUDA_HDRS) kernels/egg_gpu.h src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) -c $< -o $@
 
-$(BUILD)/egg_hip.o: kernels/hip/egg_hip.cpp kernels/cuda/egg_cuda.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh kernels/cuda/egg_wgmma.cuh kernels/egg_gpu.h $(wildcard kernels/hip/*.h kernels/hip/compat/*.h) \
+$(BUILD)/egg_hip.o: kernels/hip/egg_hip.cpp kernels/cuda/egg_cuda.cu $(CUDA_HDRS) kernels/egg_gpu.h $(wildcard kernels/hip/*.h kernels/hip/compat/*.h) \
                     src/egg_math.h src/egg_tables.h src/es.h src/backend.h src/config.h src/model.h src/util.h $(FLAGSTAMP) | $(BUILD)
 	$(if $(HIP_DEVLIB_ARCH),bash tools/hip_devlib.sh $(BUILD)/hip-devlib $(HIP_DEVLIB_ARCH) >/dev/null &&) $(HIPCC) $(HIPCCFLAGS) -c $< -o $@
 

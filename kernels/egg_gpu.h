@@ -3,15 +3,16 @@
  * Kernel sources are written in CUDA C; built with hipcc this header maps the
  * runtime API and the few intrinsics they use to HIP (as llama.cpp does in
  * ggml-cuda/vendors/hip.h). Vendor-only tile code sits behind the tile
- * interface: for CUDA the PTX helpers in kernels/cuda/egg_cuda.cu (cp_async16,
+ * interface: for CUDA the PTX helpers in kernels/cuda/egg_mm.cuh (cp_async16,
  * cp_commit, cp_wait<N>, mma_s8, guarded by !__HIPCC__), for HIP the same
  * names in kernels/hip/egg_tile_hip.h (MFMA on CDNA, WMMA on RDNA3, a dot4
  * fallback elsewhere), together with __dp4a, __shfl_xor_sync and __syncwarp.
  *
  * EGG_GPU_NAME is the backend's name ("cuda" / "hip"), EGG_GPU_API its runtime
  * in messages. kernels/hip/egg_hip.cpp builds the HIP backend from
- * kernels/cuda/egg_cuda.cu under its own entry points (egg_backend_hip_create,
- * egg_hip_device_count, egg_hip_nccl_uid) and namespace. */
+ * kernels/cuda/egg_cuda.cu (and the kernel headers it includes) under its own
+ * entry points (egg_backend_hip_create, egg_hip_device_count, egg_hip_nccl_uid)
+ * and namespace. */
 #ifndef EGG_GPU_H
 #define EGG_GPU_H
 

@@ -1,5 +1,5 @@
 /* egg: byte and int16-lane arithmetic for sm_90 kernels, the chunk recurrence's gate and mix on four members'
- * bytes at a time, and the residual's clipped add. Included by kernels/cuda/egg_cuda.cu (inside its sm_90a section)
+ * bytes at a time, and the residual's clipped add. Included by kernels/cuda/egg_sm90.cuh (the sm_90a section)
  * and by tests/cuda_lanes.cu, which checks rec_gate4, rec_mix4 and add_clip4_lanes exhaustively against the CPU
  * reference (src/egg_math.h). */
 #ifndef EGG_LANES_CUH

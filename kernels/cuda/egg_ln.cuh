@@ -1,5 +1,5 @@
 /* egg: EGG-LN's byte arithmetic on CUDA (every arch the build targets), on four int8 of a word at a time: the row's
- * sum of absolute values and egg_ln_apply. Included by kernels/cuda/egg_cuda.cu and by tests/cuda_lanes.cu, which
+ * sum of absolute values and egg_ln_apply. Included by kernels/cuda/egg_ln_div.cuh and by tests/cuda_lanes.cu, which
  * checks both exhaustively against the CPU reference (src/egg_math.h). */
 #ifndef EGG_LN_CUH
 #define EGG_LN_CUH

@@ -1,6 +1,6 @@
 /* egg: the int8 warpgroup MMA (wgmma, sm_90a) as the kernels issue it: the shared-memory operand layout and
  * descriptors, the m64nNk32 instructions (A from shared memory or from registers), fence, commit and wait. Included by
- * kernels/cuda/egg_cuda.cu (where the compile targets sm_90a) and by tools/wgmma_rate.cu. */
+ * kernels/cuda/egg_sm90.cuh (where the compile targets sm_90a) and by tools/wgmma_rate.cu. */
 #ifndef EGG_WGMMA_CUH
 #define EGG_WGMMA_CUH
 #include <stdint.h>

@@ -1,8 +1,9 @@
-/* egg_hip.cpp — the HIP backend: kernels/cuda/egg_cuda.cu compiled by hipcc.
+/* egg_hip.cpp — the HIP backend: kernels/cuda/egg_cuda.cu (with the kernel headers it
+ * includes) compiled by hipcc.
  *
  * One kernel source, two vendors: kernels/egg_gpu.h maps the CUDA runtime to
  * HIP and pulls in the AMD tile code (kernels/hip/egg_tile_hip.h: MFMA, WMMA,
- * dot4), which stands in for the PTX helpers egg_cuda.cu keeps behind
+ * dot4), which stands in for the PTX helpers egg_mm.cuh keeps behind
  * !__HIPCC__. This file only gives the HIP build its own names, so that a
  * binary with both backends links: the C entry points become
  *   egg_backend_hip_create, egg_hip_device_count, egg_hip_nccl_uid, egg_hip_mma_peak_tops
@@ -52,4 +53,4 @@ namespace egg_hip {
 /* AMD gives a workgroup 64 KiB of LDS (gfx90a, gfx94x, gfx11): the GEMM's plan at
  * the largest rank must fit, or every launch would fail at run time. */
 static_assert(egg_hip::mm_ts_offset(egg_hip::GPU_RMAX) + BM * egg_hip::GPU_RMAX * 4 <= 65536,
-              "mm_kernel needs more than 64 KiB of LDS; see the shared-memory plan in egg_cuda.cu");
+              "mm_kernel needs more than 64 KiB of LDS; see the shared-memory plan in kernels/cuda/egg_mm.cuh");

@@ -1,0 +1,400 @@
+/* egg_forward.cuh — the host side of the forward: which kernel runs each MM (launch_mm: mmx, mmw, mmd,
+ * mmp or mm_kernel, by shape, rank and GPU), the fused MLP, EGG-LN, and forward(): a chunk of timesteps
+ * through the embedding, every layer, the head and the loss, as launches on the backend's stream.
+ * Part of the CUDA backend: included once by kernels/cuda/egg_cuda.cu (one translation unit), after CudaImpl. */
+#ifndef EGG_FORWARD_CUH
+#define EGG_FORWARD_CUH
+
+/* one launch of GEMM a; where a has a second matrix (a.Y2) and the mmx_kernel path runs both in that launch,
+ * *both = 1 (else the second is left to launch_mm) */
+static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) {
+    dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN, 1);
+#ifdef EGG_MMP
+    /* the update's GEMM (K = the pairs, ld = K, a multiple of 64) in the warp-specialised kernel: K split
+     * into pieces so the tiles cover the GPU's CTAs twice, partial sums added into Z */
+    if (mode == MODE_UPDATE && c->mmw_ctas > 0 && ((uintptr_t)a.X | (uintptr_t)a.W | (uintptr_t)a.ldx | (uintptr_t)a.ldw) % 16 == 0) {
+        CUtensorMap tmx, tmw;
+        memset(&tmx, 0, sizeof tmx);
+        memset(&tmw, 0, sizeof tmw);
+        if (tmap_2d(c->tmap_encode, &tmx, a.X, a.K, a.M, a.ldx, BM) && tmap_2d(c->tmap_encode, &tmw, a.W, a.K, a.N, a.ldw, BN)) {
+            a.mtn = (int)grid.x;
+            a.ntn = (int)grid.y;
+            /* pieces of at least 16 k-steps (each piece's tile ends in 16 K atomics per thread), about one tile per CTA */
+            const int mn = a.mtn * a.ntn, KT = (a.K + BK - 1) / BK, want = (c->mmw_ctas + mn - 1) / mn;
+            const int per = max((KT + want - 1) / want, 16), tiles = mn * ((KT + per - 1) / per);
+            a.ksplit = per * BK;
+            a.tma = 1;
+            mmw_kernel<MODE_UPDATE, 0><<<tiles < c->mmw_ctas ? tiles : c->mmw_ctas, WS_THREADS, mmw_smem_bytes(), c->st>>>(a, tmx, tmw, tmx, tmx);
+            CKL();
+            return 0;
+        }
+    }
+    /* the persistent kernel: rank <= 1 with p in int32, N in 16-byte chunks, >= 2 k-steps
+     * (its A rows are double-buffered by tile parity, which needs a tile's first load
+     * issued after the tile before the previous one is done) */
+    const uintptr_t al = (uintptr_t)a.Y | (uintptr_t)a.other | (uintptr_t)a.bias | (uintptr_t)a.h | (uintptr_t)a.gout |
+                         (uintptr_t)a.f | (uintptr_t)a.xres | (uintptr_t)a.hs | (uintptr_t)a.voff | (uintptr_t)a.pstride;
+    if (c->mmp_ctas > 0 && mode != MODE_UPDATE && mode != MODE_BIAS && a.r <= 1 && (a.r == 0 || a.K <= 2048) && a.K > BK &&
+        a.N % 16 == 0 && a.ldy % 16 == 0 && (al & 15) == 0) {
+        a.mtn = (int)grid.x;
+        a.ntn = (int)grid.y;
+        const int tiles = a.mtn * a.ntn, nb = tiles < c->mmp_ctas ? tiles : c->mmp_ctas, sm = mmp_smem_bytes();
+        CUtensorMap tmx, tmw, tmb, tmn;
+        memset(&tmx, 0, sizeof tmx);
+        memset(&tmw, 0, sizeof tmw);
+        memset(&tmb, 0, sizeof tmb);
+        memset(&tmn, 0, sizeof tmn);
+        a.tma = c->tmap_encode && (((uintptr_t)a.X | (uintptr_t)a.W | (uintptr_t)a.ldx | (uintptr_t)a.ldw) & 15) == 0 &&
+                tmap_2d(c->tmap_encode, &tmx, a.X, a.K, a.M, a.ldx, BM) && tmap_2d(c->tmap_encode, &tmw, a.W, a.K, a.N, a.ldw, BN);
+        /* rank 1 by TMA: a row block's 64 pairs must be 64 consecutive rows of the noise blob [wrap][pstride]
+         * (rows are [time][members], so 128 | members); else every tile loads by cp.async */
+        const bool ws = c->mmw_ctas > 0 && (mode == MODE_PLAIN || mode == MODE_RESID);
+        if (a.tma && a.r) /* B boxes: 32 pairs (one warpgroup's) in mmw_kernel, 64 in mmp_kernel */
+            a.tma = a.wrap > 0 && a.wrap % (BM / 2) == 0 && a.pstride < ((size_t)1 << 31) &&
+                    tmap_2d(c->tmap_encode, &tmb, a.noise, a.pstride, (size_t)a.wrap, a.pstride, ws ? BM / 4 : BM / 2) &&
+                    tmap_2d(c->tmap_encode, &tmn, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2, BN);
+        if (a.tma && ws) {
+            const int nw = tiles < c->mmw_ctas ? tiles : c->mmw_ctas, smw = mmw_smem_bytes();
+#define MMW_GO(M)                                                                                                   \
+    (a.r ? mmw_kernel<M, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)                                   \
+         : mmw_kernel<M, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn))
+            CUtensorMap tmp; /* W's permuted copy: the direct epilogue */
+            memset(&tmp, 0, sizeof tmp);
+            if (a.Wp && a.N % BN == 0 && tmap_2d(c->tmap_encode, &tmp, a.Wp, a.K, a.N, a.ldw, BN)) {
+                const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas;
+                if (mode == MODE_PLAIN && (a.K == 256 || a.K == 128) && c->mmx) { /* whole row blocks, X and B rows loaded once */
+                    CUtensorMap tmp2; /* the second matrix's permuted copy (DUAL: both GEMMs in this launch) */
+                    memset(&tmp2, 0, sizeof tmp2);
+                    /* K = 128 only: at K = 256 one launch measured no faster than two (740 vs 729 us a pair) */
+                    const int dual = c->dual && a.K == 128 && a.Y2 && a.Wp2 && (((uintptr_t)a.Y2 | (uintptr_t)a.Wp2) & 15) == 0 &&
+                                     tmap_2d(c->tmap_encode, &tmp2, a.Wp2, a.K, a.N, a.ldw, BN);
+                    const int smx = mmx_smem_bytes(dual);
+                    if (dual) a.ntn *= 2;
+                    else tmp2 = tmp;
+                    a.resw = c->resw;
+#define MMX_GO(KT, D)                                                                                               \
+    (a.r && a.s == 8 && a.pshift == 8  ? mmx_kernel<1, 2, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2)  \
+     : a.r && a.s == 8 && a.pshift > 8 ? mmx_kernel<1, 1, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2)  \
+     : a.r                             ? mmx_kernel<1, 0, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2)  \
+                                       : mmx_kernel<0, 0, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2))
+                    if (dual) MMX_GO(2, 1);
+                    else if (a.K == 256) MMX_GO(4, 0);
+                    else MMX_GO(2, 0);
+#undef MMX_GO
+                    *both = dual;
+                } else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
+                    mmw_kernel<MODE_PLAIN, 1, 2, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift > 8)
+                    mmw_kernel<MODE_PLAIN, 1, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else if (mode == MODE_PLAIN && a.r) mmw_kernel<MODE_PLAIN, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else if (mode == MODE_PLAIN) mmw_kernel<MODE_PLAIN, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else if (mode == MODE_RESID && a.N == 2 * BN && c->mmd) { /* whole row blocks, both halves of N */
+                    const int smd = mmd_smem_bytes();
+                    if (a.r) mmd_kernel<1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                    else mmd_kernel<0><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                } else if (a.r) mmw_kernel<MODE_RESID, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+                else mmw_kernel<MODE_RESID, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
+            } else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
+                mmw_kernel<MODE_PLAIN, 1, 2><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
+            else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift > 8)
+                mmw_kernel<MODE_PLAIN, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn);
+            else if (mode == MODE_PLAIN) MMW_GO(MODE_PLAIN);
+            else MMW_GO(MODE_RESID);
+#undef MMW_GO
+            CKL();
+            return 0;
+        }
+#define MMP_GO(M)                                                                                                   \
+    (a.r ? mmp_kernel<M, 1><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw, tmb, tmn)                                      \
+         : mmp_kernel<M, 0><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw, tmb, tmn))
+        switch (mode) {
+        case MODE_PLAIN: MMP_GO(MODE_PLAIN); break;
+        case MODE_RESID: MMP_GO(MODE_RESID); break;
+        case MODE_BIAS_GATE: MMP_GO(MODE_BIAS_GATE); break;
+        default: MMP_GO(MODE_BIAS_MIX); break;
+        }
+#undef MMP_GO
+        CKL();
+        return 0;
+    }
+#endif
+    if (mode != MODE_UPDATE) {
+        a.ntn = (int)grid.y;
+        a.mtn = (int)grid.x;
+        a.nfast = a.K >= 2 * a.N; /* measured: faster for down (K = 4H), slower for up; no change at K = N */
+        grid = dim3(grid.x * grid.y, 1, 1);
+    } else {
+        /* split K (the pair dimension) until the grid covers the GPU twice */
+        int tiles = (int)(grid.x * grid.y), kt = a.K / BK, want = (2 * c->nsm + tiles - 1) / tiles;
+        int per = (kt + want - 1) / want;
+        a.ksplit = per * BK;
+        grid.z = (unsigned)((kt + per - 1) / per);
+    }
+    const int smem = (int)mm_smem_bytes(mode == MODE_UPDATE ? 0 : a.r);
+    switch (mode) {
+    case MODE_PLAIN: mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    case MODE_BIAS: mm_kernel<MODE_BIAS><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    case MODE_BIAS_GATE: mm_kernel<MODE_BIAS_GATE><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    case MODE_RESID: mm_kernel<MODE_RESID><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    case MODE_BIAS_MIX: mm_kernel<MODE_BIAS_MIX><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    default: mm_kernel<MODE_UPDATE><<<grid, NTHREADS, smem, c->st>>>(a); break;
+    }
+    CKL();
+    return 0;
+}
+
+/* GEMM a, and a's second matrix where it has one (a.Y2: in the same launch, or a second one) */
+static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
+    int both = 0, rc = launch_mm1(c, mode, a, &both, err);
+    if (rc || !a.Y2 || both) return rc;
+    MMArgs b = a;
+    b.W = a.W2; b.Wp = a.Wp2; b.aoff = a.aoff2; b.Y = a.Y2;
+    b.W2 = b.Wp2 = NULL; b.Y2 = NULL;
+    return launch_mm1(c, mode, b, &both, err);
+}
+
+static const int8_t *tp(const CudaImpl *c, int id) { return c->params + c->m->t[id].off; }
+/* tensor id's wpermu_row copy (a layer's W_up where the fused MLP runs with ml_rs), or NULL */
+static int8_t *wpu_of(const CudaImpl *c, int id) {
+    return c->wpu && c->wp_ok[id] && id >= EGG_T_LAYER(0, 0) && (id - EGG_T_LAYER(0, 0)) % EGG_L_N == EGG_L_UP ? c->wpu + c->m->t[id].off : NULL;
+}
+#ifdef EGG_MMP
+/* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
+ * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 1 with a row block's pairs consecutive in the noise
+ * blob): *done = 1; else *done = 0 and the caller runs the two GEMMs */
+static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done, egg_err *err) {
+    *done = 0;
+    const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, r = noisy ? c->r : 0, wrap = x->n / 2;
+    if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] || r > 1 ||
+        (ml_rs(H) && !wpu_of(c, iu)) ||
+        egg_mm_shift((uint32_t)H) != 8)
+        return 0;
+    if (r && (wrap % (BM / 2) != 0 || c->pstride >= ((size_t)1 << 31) || c->pstride % 16 != 0 || c->noff[iu] % 16 != 0 || c->noff[idn] % 16 != 0))
+        return 0;
+    MMArgs a; /* down's GEMM: Y = X (the residual stream), other = R */
+    memset(&a, 0, sizeof a);
+    a.M = rows; a.N = H; a.K = 4 * H; a.s = egg_mm_shift((uint32_t)(4 * H)); a.pshift = c->pshift; a.r = r;
+    a.noise = r ? ctx_noise(c, x) : NULL; a.pstride = c->pstride; a.aoff = c->noff[idn]; a.wrap = wrap;
+    a.other = x->R; a.Y = x->X; a.ldy = H; a.mtn = (rows + BM - 1) / BM; a.ntn = 1; a.tma = 1;
+    CUtensorMap tmx, tmwu, tmnu, tmwd, tmnd;
+    memset(&tmx, 0, sizeof tmx); memset(&tmwu, 0, sizeof tmwu); memset(&tmnu, 0, sizeof tmnu);
+    memset(&tmwd, 0, sizeof tmwd); memset(&tmnd, 0, sizeof tmnd);
+    bool ok = tmap_2d(c->tmap_encode, &tmx, x->XN, (size_t)H, (size_t)rows, (size_t)H, BM) &&
+              tmap_2d(c->tmap_encode, &tmwu, ml_rs(H) ? wpu_of(c, iu) : c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
+              tmap_2d(c->tmap_encode, &tmwd, c->wperm + c->m->t[idn].off, (size_t)(4 * H), (size_t)H, (size_t)(4 * H), BN);
+    if (ok && r)
+        ok = tmap_2d(c->tmap_encode, &tmnu, a.noise, c->pstride, (size_t)wrap, c->pstride, 64) &&
+             tmap_2d(c->tmap_encode, &tmnd, a.noise, c->pstride, (size_t)wrap, c->pstride, BM / 2, BN);
+    if (!ok) return 0;
+    const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas, sm = mlp_smem_bytes(H);
+    const size_t au = c->noff[iu];
+#define MLP_GO(HH, R, EP) mlp_kernel<HH, R, EP><<<nx, MX_THREADS, sm, c->st>>>(a, au, tmx, tmwu, tmnu, tmwd, tmnd)
+    const int ep = r && c->pshift == 8 ? 2 : r && c->pshift > 8 ? 1 : 0;
+    if (H == 256) {
+        if (!r) MLP_GO(256, 0, 0);
+        else if (ep == 2) MLP_GO(256, 1, 2);
+        else if (ep == 1) MLP_GO(256, 1, 1);
+        else MLP_GO(256, 1, 0);
+    } else {
+        if (!r) MLP_GO(128, 0, 0);
+        else if (ep == 2) MLP_GO(128, 1, 2);
+        else if (ep == 1) MLP_GO(128, 1, 1);
+        else MLP_GO(128, 1, 0);
+    }
+#undef MLP_GO
+    CKL();
+    *done = 1;
+    return 0;
+}
+#endif
+
+/* One MM of the forward over `rows` rows [time][member] of x's members:
+ * Y = epilogue(X . W_id^T). `mx` carries the BIAS_MIX operands. */
+static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X, int8_t *Y, int mode, const int8_t *other,
+              int bias_id, const int8_t *h, int8_t *gout, const MMArgs *mx, egg_err *err) {
+    const egg_tensor *t = &c->m->t[id];
+    MMArgs a;
+    memset(&a, 0, sizeof a);
+    if (mx) { a.f = mx->f; a.xres = mx->xres; a.hs = mx->hs; a.rz = mx->rz; a.W2 = mx->W2; a.Wp2 = mx->Wp2; a.aoff2 = mx->aoff2; a.Y2 = mx->Y2; }
+    a.X = X; a.ldx = t->cols; a.W = tp(c, id); a.ldw = t->cols;
+    a.Wp = c->wperm && c->wp_ok[id] ? c->wperm + t->off : NULL;
+    a.M = rows; a.N = t->rows; a.K = t->cols; a.wrap = x->n / 2;
+    a.s = egg_mm_shift((uint32_t)t->cols); a.pshift = c->pshift; a.r = noisy ? c->r : 0;
+    a.noise = noisy ? ctx_noise(c, x) : NULL; a.pstride = c->pstride; a.aoff = c->noff[id];
+    a.other = other;
+    if (bias_id >= 0) { a.bias = tp(c, bias_id); a.voff = c->noff[bias_id]; }
+    a.h = h; a.gout = gout; a.Y = Y; a.ldy = t->rows;
+    return launch_mm(c, mode, a, err);
+}
+
+/* EGG-LN of `rows` rows [time][n members] with LN weight tensor `id`: a warp per
+ * two rows, the wide-access kernel where H is 128, 256, 512 or 1024 */
+static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, const int8_t *nz, const int8_t *lnp, int8_t *Y, egg_err *err) {
+    const int wpb = 8, nb = ((rows + 1) / 2 + wpb - 1) / wpb, H = c->H;
+    const size_t vo = c->noff[id];
+    const int8_t *w = tp(c, id);
+    const int8_t *wp = nz && lnp ? lnp + (size_t)v * n * H : NULL; /* the members' perturbed weights (lnpert_kernel) */
+    const int np = (rows + 1) / 2;
+#define LNV(K4, P) ln_vec_kernel<K4, P><<<(np + wpb * P - 1) / (wpb * P), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
+#define LN16(LPR) ln16_kernel<LPR><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
+    switch (c->ln_vec ? H : 0) { /* 16 bytes a lane; at 1024 32 */
+    case 128: LN16(8); break;
+    case 256: LN16(16); break;
+    case 512: LN16(32); break;
+    case 1024: LNV(8, 1); break;
+    default: ln_kernel<<<nb, 32 * wpb, 0, c->st>>>(rows, n, H, X, w, nz, c->pstride, vo, c->pshift, wp, Y); break;
+    }
+#undef LNV
+#undef LN16
+    CKL();
+    return 0;
+}
+
+static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, egg_err *err) {
+    const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
+    const int wpb = 8;
+    const int8_t *nz = noisy ? ctx_noise(c, x) : NULL;
+    const size_t nh = (size_t)n * H, hsh = (size_t)(x->hsn ? x->hsn : n) * H; /* a layer's state in Hs */
+    int8_t *lnp = c->lnp ? c->lnp + x->lnp_at : NULL;           /* x's members' perturbed vectors */
+    uint64_t *ekp = c->ekeys ? c->ekeys + x->mb / 2 : NULL;       /* x's pairs' embedding-noise keys */
+    int rc;
+    CK(cudaMemsetAsync(x->scores, 0, sizeof(int32_t) * (size_t)n, c->st));
+    prof_start(c);
+    const uint64_t *ek = nz ? ekp : NULL; /* the pairs' embedding-noise keys of the step */
+    if (ek) {
+        emb_keys_kernel<<<(n / 2 + 255) / 256, 256, 0, c->st>>>(n / 2, m0, c->seedep, ekp);
+        CKL();
+    }
+    if (nz && lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
+                         * where a reader exists (the chunk recurrence at H = 256, rreg_kernel at 128) */
+        const int vmax = (H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1 ? 4 * L : 2 * L;
+        const int nt = n * (H / 4);
+        lnpert_kernel<<<dim3((unsigned)((nt + 255) / 256), (unsigned)(vmax + 1)), 256, 0, c->st>>>(n, H, c->params, c->lnpo, nz, c->pstride,
+                                                                                                   c->pshift, lnp);
+        CKL();
+        prof_mark(c, P_LN);
+    }
+    for (int t0 = 0; t0 < T; t0 += x->tc) {
+        const int tc = T - t0 < x->tc ? T - t0 : x->tc, rows = n * tc, rbt = (rows + wpb - 1) / wpb;
+        /* layer 0's EGG-LN1 in the embedding where its lanes are ln16_kernel's (EGG_CUDA_EMBLN=0: an LN launch) */
+        const bool embln = c->embln && c->ln_vec && (H == 128 || H == 256 || H == 512);
+        const int id_ln1 = EGG_T_LAYER(0, 0) + EGG_L_LN1;
+        const int8_t *lwp = nz && lnp ? lnp : NULL; /* layer 0's LN1: vector 0 of the members' perturbed ones */
+#define EMBV(K4, LPR, LN)                                                                                           \
+    embed_vec_kernel<K4, LPR, LN><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(               \
+        rows, n, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0, tp(c, EGG_T_EMB), nz, c->pstride,             \
+        c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz, x->Hs, (int)(hsh / H), tp(c, id_ln1), nz, c->noff[id_ln1], lwp, x->XN)
+        if (embln && H == 128) EMBV(4, 8, true);
+        else if (embln && H == 256) EMBV(4, 16, true);
+        else if (embln) EMBV(4, 32, true);
+        else if (c->ln_vec && H == 128) EMBV(4, 8, false);
+        else if (c->ln_vec && H == 256) EMBV(4, 16, false);
+        else if (c->ln_vec && H == 512) EMBV(4, 32, false);
+        else if (c->ln_vec && H == 1024) EMBV(8, 32, false);
+        else
+        embed_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,
+                                                  tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz,
+                                                  x->Hs, (int)(hsh / H));
+        CKL();
+        prof_mark(c, P_EMB);
+        for (int l = 0; l < L; l++) {
+            const int id0 = EGG_T_LAYER(l, 0);
+            int8_t *Hl = x->Hs + (size_t)l * hsh;
+            if (!(l == 0 && embln) && (rc = ln(c, rows, n, x->X, id0 + EGG_L_LN1, 2 * l, nz, lnp, x->XN, err))) return rc;
+            prof_mark(c, P_LN);
+            /* the input projections of the whole chunk at once */
+            { /* Wf.x and Wh.x: one launch reading the chunk's x once where mmx_kernel takes them (EGG_CUDA_DUAL=0: two) */
+                MMArgs m2;
+                memset(&m2, 0, sizeof m2);
+                const int ih = id0 + EGG_L_WH;
+                m2.W2 = tp(c, ih); m2.Wp2 = c->wperm && c->wp_ok[ih] ? c->wperm + c->m->t[ih].off : NULL; m2.aoff2 = c->noff[ih];
+                m2.Y2 = x->TH;
+                if ((rc = mm(c, x, rows, id0 + EGG_L_WF, noisy, x->XN, x->TF, MODE_PLAIN, NULL, -1, NULL, NULL, &m2, err))) return rc;
+            }
+            prof_mark(c, P_MM_X);
+            /* the recurrence: f = Uf.h + Wf.x + bf, g = gate(f, h); c = Uh.g + Wh.x + bh, h' = mix(f, c, h),
+             * R = h' + x (state reset where the next token is 0); one kernel for the chunk, or two GEMMs per timestep */
+#ifdef EGG_MMP
+            const bool chunked = c->rchunk && (H == 256 || H == 128) && (!noisy || c->r <= 1);
+            if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
+                RecChunk rc2;
+                memset(&rc2, 0, sizeof rc2);
+                rc2.Uf = tp(c, id0 + EGG_L_UF); rc2.Uh = tp(c, id0 + EGG_L_UH); rc2.bf = tp(c, id0 + EGG_L_BF); rc2.bh = tp(c, id0 + EGG_L_BH);
+                rc2.noise = nz; rc2.pstride = c->pstride;
+                rc2.off_uf = c->noff[id0 + EGG_L_UF]; rc2.off_uh = c->noff[id0 + EGG_L_UH];
+                rc2.off_bf = c->noff[id0 + EGG_L_BF]; rc2.off_bh = c->noff[id0 + EGG_L_BH];
+                rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0; rc2.l2pf = c->l2pf;
+                rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
+                rc2.ln = tp(c, id0 + EGG_L_LN2); rc2.off_ln = c->noff[id0 + EGG_L_LN2]; rc2.XN = x->XN;
+                if (nz && lnp) {
+                    rc2.bpf = lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
+                    rc2.bph = rc2.bpf + (size_t)n * H;
+                    if (H == 128 || c->ln2_fuse) rc2.bpl = lnp + (size_t)(2 * l + 1) * n * H;
+                }
+                const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
+                /* the pass on the fragments where the step's perturbed biases (and at H = 128 LN2 weights) are at hand;
+                 * at H = 128 not with the epilogue of perturbation shifts > 8, which spills there */
+                const int ep = rc2.s == 8 ? (c->pshift == 8 ? 2 : c->pshift > 8 ? 1 : 0) : 0;
+                if (c->rreg && (!nz || (rc2.bpf && rc2.bpl && (H == 256 || ep != 1)))) {
+                    const int nr = nrb < c->rreg_ctas[H == 256] ? nrb : c->rreg_ctas[H == 256];
+                    if (H == 256 && nz && ep == 2) rreg_kernel<256, 1, 2><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+                    else if (H == 256 && nz && ep == 1) rreg_kernel<256, 1, 1><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+                    else if (H == 256 && nz) rreg_kernel<256, 1, 0><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+                    else if (H == 256) rreg_kernel<256, 0, 0><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+                    else if (nz && ep == 2) rreg_kernel<128, 1, 2><<<nr, rchunk_threads<128>(), rreg_smem_bytes<128>(), c->st>>>(rc2);
+                    else if (nz) rreg_kernel<128, 1, 0><<<nr, rchunk_threads<128>(), rreg_smem_bytes<128>(), c->st>>>(rc2);
+                    else rreg_kernel<128, 0, 0><<<nr, rchunk_threads<128>(), rreg_smem_bytes<128>(), c->st>>>(rc2);
+                } else if (H == 256 && nz) rchunk_kernel<256, 1><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
+                else if (H == 256) rchunk_kernel<256, 0><<<nb, rchunk_threads<256>(), rchunk_smem_bytes<256>(), c->st>>>(rc2);
+                else if (nz) rchunk_kernel<128, 1><<<nb, rchunk_threads<128>(), rchunk_smem_bytes<128>(), c->st>>>(rc2);
+                else rchunk_kernel<128, 0><<<nb, rchunk_threads<128>(), rchunk_smem_bytes<128>(), c->st>>>(rc2);
+                CKL();
+            }
+#else
+            const bool chunked = false;
+#endif
+            const bool ln2_fused = chunked && (H == 128 || (H == 256 && nz && lnp && c->ln2_fuse));
+            for (int dt = 0; dt < tc && !chunked; dt++) {
+                const size_t o = (size_t)dt * nh;
+                if ((rc = mm(c, x, n, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->TF + o, id0 + EGG_L_BF, Hl, x->G, NULL,
+                             err)))
+                    return rc;
+                MMArgs mx;
+                memset(&mx, 0, sizeof mx);
+                mx.f = x->F; mx.xres = x->X + o; mx.hs = Hl; mx.rz = dt + 1 < tc ? x->rz + (size_t)(dt + 1) * n : x->rz0;
+                if ((rc = mm(c, x, n, id0 + EGG_L_UH, noisy, x->G, x->R + o, MODE_BIAS_MIX, x->TH + o, id0 + EGG_L_BH, NULL, NULL,
+                             &mx, err)))
+                    return rc;
+            }
+            prof_mark(c, P_MM_H);
+            if (!ln2_fused && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, err))) return rc;
+            prof_mark(c, P_LN2);
+            int fused = 0;
+#ifdef EGG_MMP
+            if ((rc = mlp_fused(c, x, rows, l, noisy, &fused, err))) return rc;
+            if (fused) prof_mark(c, P_MLP);
+#endif
+            if (!fused) {
+                if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
+                prof_mark(c, P_UP);
+                if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, NULL, err))) return rc;
+                prof_mark(c, P_DOWN);
+            }
+        }
+        if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), 2 * L, nz, lnp, x->XN, err))) return rc;
+        prof_mark(c, P_LN);
+        if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
+        prof_mark(c, P_HEAD);
+        const int lb = (n + wpb - 1) / wpb;
+        if (c->ln_vec && V == 256) loss_vec_kernel<2><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        else if (c->ln_vec && V == 128) loss_vec_kernel<1><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        else if (c->ln_vec && V == 512) loss_vec_kernel<4><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        else loss_kernel<<<lb, 32 * wpb, 0, c->st>>>(n, tc, V, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+#undef EMBV
+        CKL();
+        prof_mark(c, P_LOSS);
+    }
+    return 0;
+}
+
+#endif /* EGG_FORWARD_CUH */

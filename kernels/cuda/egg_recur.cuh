@@ -1,0 +1,539 @@
+/* egg_recur.cuh — the minGRU recurrence of a chunk of timesteps in one launch on
+ * sm_90a: rchunk_kernel and rreg_kernel (its outputs in registers, the default).
+ * Part of the CUDA backend: included once by kernels/cuda/egg_cuda.cu (one translation unit). */
+#ifndef EGG_RECUR_CUH
+#define EGG_RECUR_CUH
+
+#define RBM 64 /* members per row block */
+/* The minGRU recurrence of one layer over a whole chunk of timesteps at H = 128
+ * or 256 (sm_90a, rank <= 1): a CTA (H/64 warpgroups splitting N, 64 columns
+ * each; one CTA per SM at H = 256, two at H = 128) keeps Uf and Uh (2 H^2 bytes)
+ * resident in shared memory and walks row blocks of 64 members; a row block's
+ * state h stays in shared memory from the chunk's first timestep to its last,
+ * and each timestep runs
+ *   f = clip(Uf.h + Wf.x + bf), g = gate(f, h)            (phase 0; f + 127, g in shared memory)
+ *   c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h)          (phase 1)
+ *   state = h' (0 where the next token is 0), R = clip(h' + x)
+ * with each phase's accumulators staged as int8 in shared memory and finished
+ * by a pass of 16 bytes per access (two int16 lanes per instruction: rec_gate4,
+ * rec_mix4). Wf.x and Wh.x of the timestep load (cp.async) under the phase-0
+ * MMAs; the last pass also applies the next EGG-LN. Same integer operations as MODE_BIAS_GATE and
+ * MODE_BIAS_MIX of the GEMM kernels (the path other shapes and GPUs use). */
+struct RecChunk {
+    const int8_t *Uf, *Uh, *bf, *bh;
+    const int8_t *noise; size_t pstride, off_uf, off_uh, off_bf, off_bh;
+    const int8_t *TF, *TH, *X; /* [tc][n][H] */
+    const uint8_t *rz;         /* [tc][n]; rz0: n zeros (after the last timestep) */
+    const uint8_t *rz0;
+    int8_t *Hs, *R;            /* state [n][H]; output [tc][n][H] */
+    const int8_t *ln; size_t off_ln; int8_t *XN; /* H = 128: ln2, XN = LN(R) [tc][n][H] */
+    const int8_t *bpf, *bph;   /* H = 256: the members' perturbed bf, bh [n][H] (NULL: from the noise) */
+    const int8_t *bpl;         /* H = 256: the members' perturbed ln2 [n][H]: XN = LN(R) here too (NULL: a separate LN) */
+    int n, tc, s, pshift;
+    int l2pf;                  /* rreg_kernel: the next timestep's rows of TF, TH, X prefetched into L2 (EGG_CUDA_L2PF) */
+};
+template <int H> __host__ __device__ constexpr int rchunk_threads() { return 128 * (H / 64); }
+#ifdef MMP_WGMMA
+/* a recurrence phase's MMA: d = Op . Ws^T for the warpgroup's 64 output rows of Ws (both [H/64 k-slices][rows][64],
+ * swizzled); the descriptors are offsets from the first (the low word is the address / 16, below 2^14), whose
+ * shared addresses come through asm volatile: hoisted out of the timestep loop, all 16 descriptors would hold 64
+ * registers and spill */
+template <int H>
+__device__ __forceinline__ void rec_mma(int (&d)[32], const int8_t *Op, const int8_t *Ws, int wg) {
+    unsigned ox, ow;
+    asm volatile("mov.u32 %0, %1;" : "=r"(ox) : "r"((unsigned)__cvta_generic_to_shared(Op)));
+    asm volatile("mov.u32 %0, %1;" : "=r"(ow) : "r"((unsigned)__cvta_generic_to_shared(Ws) + wg * 64 * 64));
+    const uint64_t dx = wg_desc(ox), dw = wg_desc(ow);
+    wg_fence();
+#pragma unroll
+    for (int kt = 0; kt < H / 64; kt++) {
+        wg_mma_k64(d, dx + kt * (RBM * 64 / 16), dw + kt * (H * 64 / 16), kt > 0);
+    }
+    wg_commit();
+}
+#endif
+/* H = 128 has room for its own X tile and the members' perturbed biases (bf, bh, ln2) */
+template <int H> __host__ __device__ constexpr bool rchunk_sep() { return H == 128; }
+template <int H> __host__ __device__ constexpr int rchunk_smem_bytes() {
+    /* Wf, Wh: [H/64][H][64] swizzled; Xh, Gs, Fs: [H/64][64][64] swizzled; As: [2][32][H + 8]; TFs, THs
+     * and at H = 128 XS, Pb [3]: [H/64][64][64] swizzled; ts; rzs */
+    return 2 * H * H + 3 * RBM * H + RBM * (H + 8) + 2 * RBM * H + (rchunk_sep<H>() ? 4 * RBM * H : 0) + RBM * 4 + RBM;
+}
+template <int H, int R>
+__global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_kernel(RecChunk a) {
+#ifdef MMP_WGMMA
+    constexpr int KT = H / 64, NW = 64, NT = rchunk_threads<H>(), TPR = NT / RBM; /* threads per row */
+    constexpr bool LN2 = H == 128, SEP = rchunk_sep<H>();
+    constexpr int UQ = H == 128 ? 2 : 1; /* the pass's rows unrolled (at H = 256 that spills) */
+    constexpr int AP = H + 8; /* As row pitch: the 4 pairs a warp's fragment rows read fall in different banks */
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H, *Xh = Whs + H * H, *Gs = Xh + RBM * H, *Fs = Gs + RBM * H;
+    int8_t *As = Fs + RBM * H, *TFs = As + RBM * H + 512, *THs = TFs + RBM * H;
+    /* X of the timestep: its own tile at H = 128; at H = 256 it borrows TFs between the phase-0 pass and the next timestep */
+    int8_t *XS = SEP ? THs + RBM * H : TFs, *Pb = THs + (SEP ? 2 : 1) * RBM * H;
+    int *ts = (int *)(Pb + (SEP ? 3 * RBM * H : 0));
+    uint8_t *rzs = (uint8_t *)(ts + RBM);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    const int wg = warp >> 2, w4 = warp & 3, n = a.n, s = a.s, ps = a.pshift;
+    auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
+    /* resident weights: k-slice kt of row o at kt * H * 64 + wg_off(o, chunk) */
+    for (int ch = tid; ch < 2 * H * H / 16; ch += NT) {
+        const int mat = ch / (H * H / 16), rem = ch % (H * H / 16), o = rem / (H / 16), col = (rem % (H / 16)) * 16;
+        cp_async16((mat ? Whs : Wfs) + (col >> 6) * H * 64 + wg_off(o, (col >> 4) & 3), (mat ? a.Uh : a.Uf) + (size_t)o * H + col, true);
+    }
+    cp_commit();
+    /* the passes' thread -> (row, 16 columns) map: 8 consecutive lanes cover 2 rows x 64 columns of one
+     * k-slice, so the swizzled tiles are read without bank conflicts; a row's lanes differ in bits 0, 1, 3 (4) */
+    const int nrb = (n + RBM - 1) / RBM, col = ((((lane >> 3) & (KT - 1)) << 2) | (lane & 3)) * 16;
+    auto prow = [&](int q) { return ((tid + q * NT) >> 5) * (512 / H) + ((lane >> 2) & 1) + ((lane >> (KT == 2 ? 4 : 5)) << 1); };
+    bytes16 bfv, bhv, lw;
+    bfv.v = __ldg((const int4 *)(a.bf + col));
+    bhv.v = __ldg((const int4 *)(a.bh + col));
+    if (LN2) lw.v = __ldg((const int4 *)(a.ln + col));
+    /* timestep t's rows of T ([tc][n][H]) into Ds ([64][H]) */
+    auto load_t = [&](int8_t *Ds, const int8_t *T, int t, int m0) {
+        const size_t tb = (size_t)t * n * H;
+        for (int ch = tid; ch < RBM * H / 16; ch += NT) {
+            const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
+            cp_async16(Ds + sw(row, c), gm < n ? T + tb + (size_t)gm * H + c : T, gm < n);
+        }
+    };
+    /* t = -+ b.h of the row's pair (TPR threads per row, 2 chunks each: chunk lane & 3 of two k-slices, 8
+     * consecutive lanes on 2 rows of one k-slice); rzn: also the row's reset flag into rzs */
+    auto row_t = [&](const int8_t *Op, size_t off, int m0, const uint8_t *rzn) {
+        const int pb = TPR == 8 ? (lane >> 3) & 1 : 0, row = warp * (32 / TPR) + ((lane >> 2) & 1) + ((lane >> (TPR == 8 ? 4 : 3)) << 1);
+        const int gm = m0 + row;
+        const bool lead = (lane & 3) == 0 && pb == 0;
+        const int rz = rzn && lead && gm < n ? rzn[gm] : 0;
+        int t = 0;
+        if (R > 0 && gm < n) {
+            const int8_t *B = a.noise + (size_t)(gm >> 1) * a.pstride + off + a_span(1, H);
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int k = (pb + i * (KT / 2)) * 64 + (lane & 3) * 16;
+                const int4 xv = *(const int4 *)(Op + sw(row, k)), bv = __ldg((const int4 *)(B + k));
+                t += dot16(xv, bv);
+            }
+        }
+        t += __shfl_xor_sync(0xffffffffu, t, 1);
+        t += __shfl_xor_sync(0xffffffffu, t, 2);
+        if (TPR == 8) t += __shfl_xor_sync(0xffffffffu, t, 8);
+        if (lead) ts[row] = (gm & 1) ? -t : t;
+        if (rzn && lead) rzs[row] = (uint8_t)rz;
+    };
+    auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) { rec_mma<H>(d, Op, Ws, wg); };
+    /* accumulators -> int8 MM results y at Ys (A rows of the pairs at Ap) */
+    const int ep = s == 8 ? (ps == 8 ? 2 : ps > 8 ? 1 : 0) : 0; /* epi_pair8 (K = H = 256) */
+    auto frag = [&](const int (&d)[NW / 2], int8_t *Ys, const int8_t *Ap) {
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            const int row = w4 * 16 + gid + hr * 8;
+            const int t = R > 0 ? ts[row] : 0;
+            unsigned short Av[NW / 8]; /* loads first: they would wait behind the stores below */
+#pragma unroll
+            for (int jn = 0; jn < NW / 8; jn++) Av[jn] = R > 0 ? *(const unsigned short *)(Ap + (row >> 1) * AP + wg * NW + jn * 8 + tig * 2) : 0;
+            /* sw(row, wg NW + 8 jn + 2 tig): the 16-byte chunk jn / 2 of the warpgroup's k-slice at chunk (jn / 2) ^ ((row >> 1) & 3) */
+            int8_t *Yc[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) Yc[c] = Ys + wg * (RBM * 64) + row * 64 + ((c ^ ((row >> 1) & 3)) << 4) + tig * 2;
+            auto put = [&](auto epi) {
+#pragma unroll
+                for (int jn = 0; jn < NW / 8; jn++) *(unsigned short *)(Yc[jn >> 1] + (jn & 1) * 8) = epi(d[jn * 4 + hr * 2], d[jn * 4 + hr * 2 + 1], Av[jn]);
+            };
+            if (R > 0 && H == 256 && ep == 2) put([&](int v0, int v1, unsigned A) { return epi_pair8<true>(v0, v1, A, t, ps); });
+            else if (R > 0 && H == 256 && ep == 1) put([&](int v0, int v1, unsigned A) { return epi_pair8<false>(v0, v1, A, t, ps); });
+            else put([&](int v0, int v1, unsigned A) { return epi_pair<R>(v0, v1, (unsigned short)A, t, s, ps); });
+        }
+    };
+    int d[NW / 2];
+    for (int rb = blockIdx.x; rb < nrb; rb += gridDim.x) {
+        const int m0 = rb * RBM;
+        __syncthreads(); /* the previous row block is done with every tile */
+        for (int ch = tid; ch < RBM * H / 16; ch += NT) {
+            const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
+            cp_async16(Xh + sw(row, c), gm < n ? a.Hs + (size_t)gm * H + c : a.Hs, gm < n);
+            if (R > 0) {
+                const int ph = row >> 5, p = row & 31, gp = m0 + 2 * p;
+                const int8_t *src = a.noise + (gp < n ? (size_t)(gp >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c : 0);
+                cp_async8(As + (ph * 32 + p) * AP + c, src, gp < n);
+                cp_async8(As + (ph * 32 + p) * AP + c + 8, src + 8, gp < n);
+            }
+            if (SEP && R > 0) { /* the row's perturbed biases, once per row block */
+                bytes16 pv[3];
+                const int8_t *blob = a.noise + (gm < n ? (size_t)(gm >> 1) * a.pstride : 0);
+                const int sg = (gm & 1) ? -1 : 1;
+#pragma unroll
+                for (int k = 0; k < 3; k++) {
+                    const size_t off = k == 0 ? a.off_bf : k == 1 ? a.off_bh : a.off_ln;
+                    const int8_t *w = k == 0 ? a.bf : k == 1 ? a.bh : a.ln;
+                    bytes16 n1, n2, wv;
+                    wv.v = __ldg((const int4 *)(w + c));
+                    n1.v = __ldg((const int4 *)(blob + off + c));
+                    n2.v = __ldg((const int4 *)(blob + off + H + c));
+#pragma unroll
+                    for (int b = 0; b < 16; b++) pv[k].b[b] = (signed char)egg_vec_pert(wv.b[b], n1.b[b], n2.b[b], sg, ps);
+                    *(int4 *)(Pb + k * RBM * H + sw(row, c)) = pv[k].v;
+                }
+            }
+        }
+        load_t(TFs, a.TF, 0, m0);
+        load_t(THs, a.TH, 0, m0);
+        if (SEP) load_t(XS, a.X, 0, m0);
+        cp_commit();
+        cp_wait<0>();
+        fence_proxy_async(); /* Xh, read next by the tensor cores */
+        __syncthreads();
+        for (int t = 0; t < a.tc; t++) {
+            const size_t tb = (size_t)t * n * H;
+            const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
+#pragma unroll
+            for (int ph = 0; ph < 2; ph++) {
+                mma(d, ph ? Gs : Xh, ph ? Whs : Wfs);
+                row_t(ph ? Gs : Xh, ph ? a.off_uh : a.off_uf, m0, ph ? rzn : NULL);
+                wg_wait<0>();
+                __syncthreads(); /* ts complete; phase 1: both warpgroups done reading g */
+                frag(d, ph ? Gs : Fs, As + ph * 32 * AP);
+                /* this phase's tiles: loaded one phase (H = 256: X) or one timestep earlier */
+                if (SEP) cp_wait<1>();
+                else cp_wait<0>();
+                __syncthreads();
+                const size_t voff = ph ? a.off_bh : a.off_bf;
+#pragma unroll UQ
+                for (int q = 0; q < RBM * H / 16 / NT; q++) { /* no early exit: the LN reduces over a row's lanes */
+                    const int row = prow(q), gm = m0 + row;
+                    const bool ok = gm < n;
+                    const size_t gi = tb + (size_t)(ok ? gm : 0) * H + col;
+                    const int8_t *blob = a.noise + (R > 0 && ok ? (size_t)(gm >> 1) * a.pstride : 0);
+                    bytes16 y, e, n1, n2, h, f, xr, o1, o2, pb;
+                    y.v = *(const int4 *)((ph ? Gs : Fs) + sw(row, col));
+                    h.v = *(const int4 *)(Xh + sw(row, col));
+                    e.v = *(const int4 *)((ph ? THs : TFs) + sw(row, col));
+                    if (R > 0 && SEP) pb.v = *(const int4 *)(Pb + ph * RBM * H + sw(row, col));
+                    else if (R > 0 && a.bpf) pb.v = __ldg((const int4 *)((ph ? a.bph : a.bpf) + (size_t)(ok ? gm : 0) * H + col));
+                    else if (R > 0) {
+                        n1.v = __ldg((const int4 *)(blob + voff + col));
+                        n2.v = __ldg((const int4 *)(blob + voff + H + col));
+                    }
+                    bytes16 wlg; /* H = 256, fused LN2: the member's perturbed ln2 */
+                    if (ph) {
+                        f.v = *(const int4 *)(Fs + sw(row, col));
+                        xr.v = *(const int4 *)(XS + sw(row, col));
+                        if (!SEP && R > 0 && a.bpl) wlg.v = __ldg((const int4 *)(a.bpl + (size_t)(ok ? gm : 0) * H + col));
+                    }
+                    /* the timestep's bias bytes: perturbed per member (rank 1: from shared memory, the step's
+                     * perturbed vectors, or the noise), else the layer's */
+                    if (R > 0 && !SEP && !a.bpf) {
+                        const int sg = (gm & 1) ? -1 : 1;
+#pragma unroll
+                        for (int b = 0; b < 16; b++) pb.b[b] = (signed char)egg_vec_pert(ph ? bhv.b[b] : bfv.b[b], n1.b[b], n2.b[b], sg, ps);
+                    } else if (R == 0) pb.v = ph ? bhv.v : bfv.v;
+                    const bool reset = ph && rzs[row];
+                    /* four bytes per step, two int16 lanes per instruction (rec_gate4, rec_mix4); f is kept as
+                     * f + 127 in Fs */
+#pragma unroll
+                    for (int w = 0; w < 4; w++) {
+                        const unsigned yw = (unsigned)(&y.v.x)[w], ew = (unsigned)(&e.v.x)[w], bw = (unsigned)(&pb.v.x)[w];
+                        const unsigned hw = (unsigned)(&h.v.x)[w];
+                        if (ph == 0) {
+                            unsigned pw;
+                            (&o2.v.x)[w] = (int)rec_gate4(lo2(yw), hi2(yw), ew, bw, hw, pw);
+                            (&o1.v.x)[w] = (int)pw;
+                        } else {
+                            unsigned hl, hu, rw;
+                            rec_mix4(lo2(yw), hi2(yw), ew, bw, (unsigned)(&f.v.x)[w], hw, (unsigned)(&xr.v.x)[w], hl, hu, rw);
+                            (&o1.v.x)[w] = reset ? 0 : (int)pack4(hl, hu);
+                            (&o2.v.x)[w] = (int)rw;
+                        }
+                    }
+                    if (ph == 0) {
+                        *(int4 *)(Fs + sw(row, col)) = o1.v;
+                        *(int4 *)(Gs + sw(row, col)) = o2.v;
+                    } else {
+                        *(int4 *)(Xh + sw(row, col)) = o1.v;
+                        if (ok) *(int4 *)(a.R + gi) = o2.v;
+                        if (LN2 || (R > 0 && a.bpl)) { /* EGG-LN of the row R: sum |R| over the row's H/16 lanes, then 16 outputs */
+                            int sa = 0;
+#pragma unroll
+                            for (int w = 0; w < 4; w++) {
+                                w4u u;
+                                u.w = (&o2.v.x)[w];
+                                sa += abs_sum4(u);
+                            }
+                            sa += __shfl_xor_sync(0xffffffffu, sa, 1); /* the row's 8 (H = 128) or 16 lanes */
+                            sa += __shfl_xor_sync(0xffffffffu, sa, 2);
+                            sa += __shfl_xor_sync(0xffffffffu, sa, 8);
+                            if (H == 256) sa += __shfl_xor_sync(0xffffffffu, sa, 16);
+                            const int mq = LNM(egg_ln_div(sa, H)); /* d <= 127: |R| <= 127 */
+                            bytes16 wl, xo;
+                            wl.v = R > 0 ? (SEP ? *(const int4 *)(Pb + 2 * RBM * H + sw(row, col)) : wlg.v) : lw.v;
+#pragma unroll
+                            for (int w = 0; w < 4; w++) (&xo.v.x)[w] = (int)ln_word((unsigned)(&o2.v.x)[w], (unsigned)(&wl.v.x)[w], mq);
+                            if (ok) *(int4 *)(a.XN + gi) = xo.v;
+                        }
+                    }
+                }
+                fence_proxy_async(); /* g (phase 0) and the state h (phase 1) next read by the tensor cores */
+                __syncthreads();
+                /* prefetch into the tiles this pass has finished with */
+                if (ph == 0) {
+                    if (SEP) { if (t + 1 < a.tc) load_t(TFs, a.TF, t + 1, m0); }
+                    else load_t(XS, a.X, t, m0);
+                } else if (t + 1 < a.tc) {
+                    load_t(THs, a.TH, t + 1, m0);
+                    load_t(SEP ? XS : TFs, SEP ? a.X : a.TF, t + 1, m0);
+                }
+                cp_commit();
+            }
+        }
+        cp_wait<0>();
+        for (int ch = tid; ch < RBM * H / 16; ch += NT) { /* the state after the chunk */
+            const int row = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + row;
+            if (gm < n) *(int4 *)(a.Hs + (size_t)gm * H + c) = *(const int4 *)(Xh + sw(row, c));
+        }
+    }
+    cp_wait<0>();
+#else
+    (void)a; /* not launched: the host checks wgmma_probe first */
+#endif
+}
+/* The chunk recurrence at H = 128 and 256 with every thread's outputs in registers (sm_90a, rank <= 1;
+ * EGG_CUDA_RREG=0: rchunk_kernel). Same CTA shape as rchunk_kernel<H> (H / 64 warpgroups of 64 output columns, Uf
+ * and Uh resident, row blocks of 64 members; two CTAs per SM at H = 128), but the rows of Uf and Uh sit in shared
+ * memory permuted (wperm_row) so that a thread's wgmma accumulators, columns
+ * 8 jn + 2 tig (+1) of its warpgroup's 64, are the 16 adjacent columns 16 tig .. 16 tig + 15 of the output: the
+ * epilogue and the element-wise pass run on the fragments themselves, with no staging tile and no pass over it.
+ * A thread owns rows w4 16 + gid (+8) and those 16 columns for the whole chunk: it alone writes and reads them in
+ * the state h (Xh, also the MMA operand), f + 127 (Fs) and R (Rs), and loads its rows' Wf.x, Wh.x, x, biases and
+ * noise from global memory under the MMAs; each timestep is
+ *   phase 0: MMA Uf.h; epilogue; f = clip(.. + Wf.x + bf), g = gate(f, h) into Gs; partial g.B(Uh)   | barrier
+ *   phase 1: MMA Uh.g; epilogue; h' = mix(f, c, h) into Xh, R = clip(h' + x); partial h'.B(Uf), |R|  | barrier
+ * The rank-1 terms x.B sum the warpgroups' partials from shared memory after the barrier; the fused EGG-LN of R
+ * (ln2) finishes one phase later, under the next timestep's phase-0 MMA (after the chunk: at its end). */
+/* As row pitch H + 64: the 4 pairs a warp's rows read cover the banks twice */
+template <int H> __host__ __device__ constexpr int rreg_smem_bytes() { return 2 * H * H + 4 * RBM * H + 2 * 32 * (H + 64) + 3 * RBM * 16; }
+template <int H, int R, int EP> /* EP: the epilogue, as rchunk_kernel's ep (R = 0: 0) */
+__global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_kernel(RecChunk a) {
+#ifdef MMP_WGMMA
+    constexpr int NT = rchunk_threads<H>(), NW = 64, RRA = H + 64;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H, *Xh = Whs + H * H, *Gs = Xh + RBM * H, *Rs = Gs + RBM * H;
+    int8_t *Fs = Rs + RBM * H, *As = Fs + RBM * H;   /* Fs: f + 127; As [2][32][RRA]: the pairs' A rows of Uf, Uh */
+    int4 *tsx = (int4 *)(As + 2 * 32 * RRA);          /* [2][RBM]: a row's x.B partials of the H / 64 warpgroups (h, g) */
+    int4 *lns = tsx + 2 * RBM;                        /* [RBM]: a row's sum |R| partials */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    const int wg = warp >> 2, w4 = warp & 3, n = a.n, ps = a.pshift, s = a.s;
+    const int c0 = wg * 64 + tig * 16; /* the thread's 16 columns */
+    /* L2 priorities: a row block's per-member rows (perturbed biases, LN2 weights, the pairs' B noise), read again every
+     * timestep, stay; the timestep's Wf.x, Wh.x, x rows and its outputs stream through once */
+    const uint64_t keep = l2_policy(L2_LAST), once = l2_policy(L2_FIRST);
+    /* resident weights: shared row o holds output column wperm_row(o) (in the warpgroup's 64: 16 ((o >> 1) & 3) +
+     * 2 ((o >> 3) & 7) + (o & 1)) */
+    for (int ch = tid; ch < 2 * H * H / 16; ch += NT) {
+        const int mat = ch / (H * H / 16), rem = ch % (H * H / 16), o = rem / (H / 16), col = (rem % (H / 16)) * 16;
+        cp_async16((mat ? Whs : Wfs) + (col >> 6) * H * 64 + wg_off(o, (col >> 4) & 3), (mat ? a.Uh : a.Uf) + (size_t)wperm_row(o) * H + col, true);
+    }
+    cp_commit();
+    if (H == 128) /* the first row block's t = 0 LN2 (not stored) reads them */
+        for (int i = tid; i < RBM; i += NT) lns[i] = make_int4(0, 0, 0, 0);
+    auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
+    auto mma = [&](int (&d)[NW / 2], const int8_t *Op, const int8_t *Ws) { rec_mma<H>(d, Op, Ws, wg); };
+    /* the row's partial over this thread's 16 columns, summed over the 4 lanes of the row, into slot wg of P[row] */
+    auto partial = [&](int4 *P, int row, int v) {
+        v += __shfl_xor_sync(0xffffffffu, v, 1);
+        v += __shfl_xor_sync(0xffffffffu, v, 2);
+        if (tig == 0) ((int *)(P + row))[wg] = v;
+    };
+    auto sum4 = [](int4 v) { return H == 256 ? v.x + v.y + v.z + v.w : v.x + v.y; }; /* the warpgroups' slots */
+    /* accumulators -> the MM result of row hr as int16-lane words: yl[w] = columns 4w, 4w + 1, yu[w] = 4w + 2, 4w + 3 */
+    auto epi = [&](const int (&d)[NW / 2], int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
+#pragma unroll
+        for (int w = 0; w < 4; w++)
+            epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1], (unsigned)(&Av.x)[w],
+                            t, s, ps, yl[w], yu[w]);
+    };
+    /* EGG-LN2 here: always at H = 128 (as rchunk_kernel), at 256 with noise (the host launches it there only with the
+     * members' LN2 weights, a.bpl): a constant, as a flag read at run time left a branch around each of its row sums in
+     * the phase-1 epilogue */
+    constexpr bool lnf = H == 128 || R > 0;
+    const size_t nH = (size_t)n * H;
+    int d[NW / 2];
+    /* `-warn-spills`: 8 bytes in each <256, 1, *> since the LN2 flag is a constant (the recurrence ran 2.8% faster);
+     * before, 4 in <256, 1, 2>: nrb, one load a row block (bounding the loop by rb * RBM < n instead made it spill more
+     * elsewhere) */
+    for (int rb = blockIdx.x, nrb = (n + RBM - 1) / RBM; rb < nrb; rb += gridDim.x) {
+        const int m0 = rb * RBM;
+        int row[2], gc[2];
+        bool ok[2];
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            row[hr] = w4 * 16 + gid + hr * 8;
+            ok[hr] = m0 + row[hr] < n;
+            gc[hr] = ok[hr] ? m0 + row[hr] : 0;
+        }
+        /* the row's B noise of Uf / Uh (its 16 columns), the row's (perturbed) bias of phase ph: loaded when used, as
+         * registers do not hold them across the chunk */
+        auto bload = [&](int hr, size_t off) {
+            return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(1, H) + c0, keep);
+        };
+        auto pload = [&](int hr, int ph) {
+            return R > 0 ? ldg_hint((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)((ph ? a.bh : a.bf) + c0));
+        };
+        /* the A noise of the row's pair and 16 columns for phase ph (EP = 2: loaded under the MMA; the other epilogues
+         * have fewer registers to spare) */
+        auto aload = [&](int ph, int hr) {
+            return R > 0 ? *(const int4 *)(As + (ph * 32 + (row[hr] >> 1)) * RRA + c0) : make_int4(0, 0, 0, 0);
+        };
+        /* XN = EGG-LN(R) of the rows' timestep at XN + tb0 (R in Rs, the row sums in lns) */
+        constexpr bool WLP = H == 256;
+        auto ln_out = [&](size_t tb0, const int4 *wls, bool st) { /* wls: the rows' LN weights (WLP), else loaded here; st: store */
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const size_t gi = (size_t)gc[hr] * H + c0;
+                int4 wl;
+                if constexpr (WLP) wl = wls[hr];
+                else wl = R > 0 ? ldg_hint(a.bpl + gi, keep) : __ldg((const int4 *)(a.ln + c0));
+                const int4 rv = *(const int4 *)(Rs + sw(row[hr], c0));
+                const int mq = LNM(egg_ln_div(sum4(lns[row[hr]]), H));
+                int4 xo;
+#pragma unroll
+                for (int w = 0; w < 4; w++) (&xo.x)[w] = (int)ln_word((unsigned)(&rv.x)[w], (unsigned)(&wl.x)[w], mq);
+                if (ok[hr] && st) stg_hint(a.XN + tb0 + gi, xo, once);
+            }
+        };
+        if (R > 0) /* the pairs' A rows (the previous row block read them before its last barrier) */
+            for (int ch = tid; ch < 2 * 32 * H / 16; ch += NT) {
+                const int ph = ch / (32 * H / 16), p = (ch / (H / 16)) % 32, c = (ch % (H / 16)) * 16, gp = m0 + 2 * p;
+                cp_async16(As + (ph * 32 + p) * RRA + c,
+                           gp < n ? a.noise + (size_t)(gp >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c : a.noise, gp < n);
+            }
+        cp_commit();
+        /* timestep t's rows of Wf.x, Wh.x and x (and the reset flags of t + 1) into L2 one timestep ahead: loaded at
+         * their use, under a phase's MMA (~1000 cycles), a DRAM latency was longer. Brought as evict_last and read as
+         * evict_first, they stay until read (prefetched at normal priority the other parts' streams evicted some first;
+         * two timesteps ahead pushed the per-member rows out) */
+        const unsigned pfb = (unsigned)(min(RBM, n - m0) * H);
+        auto l2pf = [&](int t) {
+            if (t < a.tc && tid < 3) l2_prefetch_bulk_hint((tid == 0 ? a.TF : tid == 1 ? a.TH : a.X) + (size_t)t * nH + (size_t)m0 * H, pfb, keep);
+            if (t + 1 < a.tc && tid == 3) asm volatile("prefetch.global.L2 [%0];" ::"l"(a.rz + (size_t)(t + 1) * n + m0));
+        };
+        if (a.l2pf) l2pf(0);
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            const size_t gi = (size_t)gc[hr] * H + c0;
+            const int4 hv = ok[hr] ? __ldg((const int4 *)(a.Hs + gi)) : make_int4(0, 0, 0, 0);
+            *(int4 *)(Xh + sw(row[hr], c0)) = hv;
+            if (R > 0) partial(tsx, row[hr], dot16(hv, bload(hr, a.off_uf)));
+        }
+        cp_wait<0>();
+        fence_proxy_async(); /* Xh, read next by the tensor cores */
+        __syncthreads();
+        int4 wln[2]; /* WLP: the rows' EGG-LN2 weights for the next ln_out, loaded at the end of phase 1 (at their use in
+                      * ln_out a DRAM latency a timestep; loaded before the phase-0 MMA the kernel ran 6% slower) */
+        for (int t = 0; t < a.tc; t++) {
+            const size_t tb = (size_t)t * nH;
+            const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
+            /* ---- phase 0 */
+            int4 ef[2], pf[2], eh[2], xv[2], ph[2], bn[2];
+            int rz[2];
+            mma(d, Xh, Wfs);
+            if (a.l2pf) l2pf(t + 1);
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                ef[hr] = ldg_hint(a.TF + tb + (size_t)gc[hr] * H + c0, once);
+                pf[hr] = pload(hr, 0);
+                if (R > 0 && H == 256) bn[hr] = bload(hr, a.off_uh); /* the phase's B noise under the MMA (at its use an L2
+                                                                      * latency a phase; at H = 128 its registers spill) */
+            }
+            /* EGG-LN of the previous timestep's R; at H = 128 at t = 0 too, not stored (Rs and lns hold the row block
+             * before's last, or lns its zeros), so no branch in the phase: recurrence −2.5–3.6% there; at 256 the same
+             * measured 1% slower */
+            if (lnf && (H == 128 || t > 0)) ln_out(t > 0 ? tb - nH : 0, wln, t > 0);
+            int tt[2];
+            int4 Av[2];
+            /* phase ph's rank-1 terms: the rows' sign * (x . B) from the warpgroups' partials, A under the MMA (EP = 2) */
+            auto terms = [&](int phase) {
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) {
+                    const int t = R > 0 ? sum4(tsx[phase * RBM + row[hr]]) : 0;
+                    tt[hr] = (row[hr] & 1) ? -t : t;
+                    if (EP == 2) Av[hr] = aload(phase, hr);
+                }
+            };
+            terms(0);
+            wg_wait<0>();
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                unsigned yl[4], yu[4];
+                epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(0, hr), yl, yu);
+                int4 gv, pv;
+                const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    unsigned p; /* f + 127 */
+                    (&gv.x)[w] = (int)rec_gate4(yl[w], yu[w], (unsigned)(&ef[hr].x)[w], (unsigned)(&pf[hr].x)[w], (unsigned)(&hv.x)[w], p);
+                    (&pv.x)[w] = (int)p;
+                }
+                *(int4 *)(Gs + sw(row[hr], c0)) = gv;
+                *(int4 *)(Fs + sw(row[hr], c0)) = pv;
+                if (R > 0) partial(tsx + RBM, row[hr], dot16(gv, H == 256 ? bn[hr] : bload(hr, a.off_uh)));
+            }
+            fence_proxy_async(); /* g, read next by the tensor cores */
+            __syncthreads();
+            /* ---- phase 1 */
+            mma(d, Gs, Whs);
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const size_t gi = tb + (size_t)gc[hr] * H + c0;
+                eh[hr] = ldg_hint(a.TH + gi, once);
+                xv[hr] = ldg_hint(a.X + gi, once);
+                rz[hr] = rzn[gc[hr]];
+                ph[hr] = pload(hr, 1);
+                if (R > 0 && H == 256) bn[hr] = bload(hr, a.off_uf);
+            }
+            terms(1);
+            wg_wait<0>();
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                unsigned yl[4], yu[4];
+                epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(1, hr), yl, yu);
+                int4 ho, ro;
+                const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0)), pv = *(const int4 *)(Fs + sw(row[hr], c0));
+                int sa = 0;
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    unsigned hl, hu, r;
+                    rec_mix4(yl[w], yu[w], (unsigned)(&eh[hr].x)[w], (unsigned)(&ph[hr].x)[w], (unsigned)(&pv.x)[w], (unsigned)(&hv.x)[w],
+                             (unsigned)(&xv[hr].x)[w], hl, hu, r);
+                    (&ho.x)[w] = rz[hr] ? 0 : (int)pack4(hl, hu);
+                    (&ro.x)[w] = (int)r;
+                    if (lnf) {
+                        w4u q;
+                        q.w = (int)r;
+                        sa += abs_sum4(q);
+                    }
+                }
+                *(int4 *)(Xh + sw(row[hr], c0)) = ho;
+                if (ok[hr]) stg_hint(a.R + tb + (size_t)gc[hr] * H + c0, ro, once);
+                if (lnf) {
+                    *(int4 *)(Rs + sw(row[hr], c0)) = ro;
+                    partial(lns, row[hr], sa);
+                }
+                if (R > 0) partial(tsx, row[hr], dot16(ho, H == 256 ? bn[hr] : bload(hr, a.off_uf)));
+            }
+            if (WLP && lnf)
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) wln[hr] = R > 0 ? ldg_hint(a.bpl + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)(a.ln + c0));
+            fence_proxy_async(); /* the state h, read next by the tensor cores */
+            __syncthreads();
+        }
+        if (lnf && a.tc > 0) ln_out((size_t)(a.tc - 1) * nH, wln, true); /* EGG-LN of the chunk's last R */
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) /* the state after the chunk */
+            if (ok[hr]) *(int4 *)(a.Hs + (size_t)gc[hr] * H + c0) = *(const int4 *)(Xh + sw(row[hr], c0));
+    }
+#else
+    (void)a; /* not launched: the host checks wgmma_probe first */
+#endif
+}
+
+#endif /* EGG_RECUR_CUH */

@@ -1,0 +1,427 @@
+/* egg_rows.cuh — the row kernels: the members' perturbed LN weights (lnpert_kernel),
+ * EGG-LN (ln_kernel, ln_vec_kernel, ln16_kernel), the embedding with its perturbation
+ * (embed_kernel, embed_vec_kernel, which can apply the first EGG-LN), the integer
+ * loss (loss_kernel, loss_vec_kernel) and the state reset.
+ * Part of the CUDA backend: included once by kernels/cuda/egg_cuda.cu (one translation unit). */
+#ifndef EGG_ROWS_CUH
+#define EGG_ROWS_CUH
+
+/* the nm members' perturbed copies of LN weight vector w (H, a multiple of 4):
+ * wp[m][k] = egg_vec_pert(w[k], n1[k], n2[k], +1 (m even) / -1 (m odd)) of pair m/2,
+ * once per step, so the LN kernels (a row per member and timestep) only read them */
+/* every perturbed vector of the step in one launch: vector v = blockIdx.y is the tensor at params + po[v].x, its noise
+ * at + po[v].y in a pair's blob, its copies at wp + v nm H (a launch per vector, 25 a step at EGG-256x6, had cost
+ * ~26 us each) */
+__global__ void lnpert_kernel(int nm, int H, const int8_t *params, const longlong2 *po, const int8_t *noise, size_t pstride, int pshift,
+                              int8_t *wps) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, hw = H >> 2;
+    if (i >= nm * hw) return;
+    const longlong2 t = po[blockIdx.y];
+    const int8_t *w = params + t.x;
+    const size_t voff = (size_t)t.y;
+    int8_t *wp = wps + (size_t)blockIdx.y * nm * H;
+    const int m = i / hw, k = (i - m * hw) * 4, sg = (m & 1) ? -1 : 1;
+    const int8_t *n1 = noise + (size_t)(m >> 1) * pstride + voff + k;
+    w4u wv, a, b, o;
+    wv.w = *(const int *)(w + k);
+    a.w = *(const int *)n1;
+    b.w = *(const int *)(n1 + H);
+#pragma unroll
+    for (int e = 0; e < 4; e++) o.b[e] = (signed char)egg_vec_pert(wv.b[e], a.b[e], b.b[e], sg, pshift);
+    *(int *)(wp + (size_t)m * H + k) = o.w;
+}
+
+/* EGG-LN of rows [time][members] (nm members per timestep), a warp per two
+ * consecutive rows: with noise they are the two members of one pair (nm is
+ * even), which share the weights' noise with opposite signs. */
+__global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride,
+                          size_t voff, int pshift, const int8_t *wp, int8_t *Y) {
+    const int r0 = 2 * (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)), lane = threadIdx.x & 31;
+    if (r0 >= rows) return;
+    const bool two = r0 + 1 < rows;
+    const int8_t *x0 = X + (size_t)r0 * H, *x1 = x0 + H;
+    int8_t *y0 = Y + (size_t)r0 * H, *y1 = y0 + H;
+    int s0 = 0, s1 = 0;
+#pragma unroll 4
+    for (int i = lane; i < H; i += 32) {
+        const int v0 = x0[i];
+        s0 += v0 < 0 ? -v0 : v0;
+        if (two) { const int v1 = x1[i]; s1 += v1 < 0 ? -v1 : v1; }
+    }
+    for (int off = 16; off; off >>= 1) {
+        s0 += __shfl_xor_sync(0xffffffffu, s0, off);
+        s1 += __shfl_xor_sync(0xffffffffu, s1, off);
+    }
+    const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
+    const lnq dv0 = LNQ(d0), dv1 = LNQ(d1); /* d <= 127: |x| <= 127 */
+    const int8_t *n1 = noise ? noise + (size_t)((r0 % nm) >> 1) * pstride + voff : NULL;
+    const int8_t *p0 = wp ? wp + (size_t)(r0 % nm) * H : NULL;
+#pragma unroll 4
+    for (int i = lane; i < H; i += 32) {
+        const int wi = w[i];
+        int w0 = wi, w1 = wi;
+        if (p0) {
+            w0 = p0[i];
+            w1 = p0[H + i];
+        } else if (n1) {
+            const int a = n1[i], b = n1[H + i];
+            w0 = egg_vec_pert(wi, a, b, 1, pshift);
+            w1 = egg_vec_pert(wi, a, b, -1, pshift);
+        }
+        y0[i] = (int8_t)ln_apply(x0[i], w0, dv0);
+        if (two) y1[i] = (int8_t)ln_apply(x1[i], w1, dv1);
+    }
+}
+
+/* ln_kernel for H = 128 * K4 (K4 = 1, 2, 4, 8): each lane holds 4 * K4 consecutive
+ * bytes of both rows in registers from one wide load each, sums |x| with
+ * __vabsss4 / __dp4a, and stores 4 * K4 bytes at once; the same operations per
+ * element as ln_kernel (the byte loop there moved 1 byte per lane per access). */
+/* 4 * K4 consecutive bytes per lane, loaded / stored in the widest accesses */
+template <int K4> __device__ __forceinline__ void ld_words(w4u (&v)[K4], const int8_t *p) {
+    if (K4 >= 4) {
+#pragma unroll
+        for (int q = 0; q < K4; q += 4) {
+            const int4 t = __ldg((const int4 *)(p + 4 * q));
+            v[q].w = t.x; v[q + 1].w = t.y; v[q + 2].w = t.z; v[q + 3].w = t.w;
+        }
+    } else if (K4 == 2) {
+        const int2 t = __ldg((const int2 *)p);
+        v[0].w = t.x; v[K4 - 1].w = t.y;
+    } else {
+        v[0].w = __ldg((const int *)p);
+    }
+}
+template <int K4> __device__ __forceinline__ void st_words(int8_t *p, const w4u (&v)[K4]) {
+    if (K4 >= 4) {
+#pragma unroll
+        for (int q = 0; q < K4; q += 4) *(int4 *)(p + 4 * q) = make_int4(v[q].w, v[q + 1].w, v[q + 2].w, v[q + 3].w);
+    } else if (K4 == 2) {
+        *(int2 *)p = make_int2(v[0].w, v[K4 - 1].w);
+    } else {
+        *(int *)p = v[0].w;
+    }
+}
+/* P member pairs per warp, every load of the P pairs issued before the first use */
+template <int K4, int P>
+__global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride,
+                              size_t voff, int pshift, const int8_t *wp, int8_t *Y) {
+    constexpr int H = 128 * K4;
+    const int wq = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (2 * wq * P >= rows) return;
+    const int off = lane * 4 * K4;
+    const bool noisy = noise != NULL;
+    w4u x0[P][K4], x1[P][K4], a1[P][K4], a2[P][K4], ww[K4];
+    ld_words<K4>(ww, w + off);
+#pragma unroll
+    for (int pp = 0; pp < P; pp++) {
+        const int r0 = 2 * (wq * P + pp);
+#pragma unroll
+        for (int q = 0; q < K4; q++) x0[pp][q].w = x1[pp][q].w = a1[pp][q].w = a2[pp][q].w = 0;
+        if (r0 >= rows) continue;
+        ld_words<K4>(x0[pp], X + (size_t)r0 * H + off);
+        if (r0 + 1 < rows) ld_words<K4>(x1[pp], X + (size_t)(r0 + 1) * H + off);
+        if (wp) { /* the pair's two members' perturbed weights */
+            const int8_t *p0 = wp + (size_t)(r0 % nm) * H + off;
+            ld_words<K4>(a1[pp], p0);
+            ld_words<K4>(a2[pp], p0 + H);
+        } else if (noisy) {
+            const int8_t *n1 = noise + (size_t)((r0 % nm) >> 1) * pstride + voff + off;
+            ld_words<K4>(a1[pp], n1);
+            ld_words<K4>(a2[pp], n1 + H);
+        }
+    }
+#pragma unroll
+    for (int pp = 0; pp < P; pp++) {
+        const int r0 = 2 * (wq * P + pp);
+        int s0 = 0, s1 = 0;
+#pragma unroll
+        for (int q = 0; q < K4; q++) {
+            s0 += abs_sum4(x0[pp][q]);
+            s1 += abs_sum4(x1[pp][q]);
+        }
+        for (int o = 16; o; o >>= 1) {
+            s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+            s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+        }
+        if (r0 >= rows) continue;
+        const int32_t d0 = egg_ln_div(s0, H), d1 = egg_ln_div(s1, H);
+        const lnq dv0 = LNQ(d0), dv1 = LNQ(d1); /* d <= 127: |x| <= 127 */
+        w4u y0[K4], y1[K4];
+#pragma unroll
+        for (int q = 0; q < K4; q++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int wi = ww[q].b[e];
+                int w0 = wi, w1 = wi;
+                if (wp) {
+                    w0 = a1[pp][q].b[e];
+                    w1 = a2[pp][q].b[e];
+                } else if (noisy) {
+                    w0 = egg_vec_pert(wi, a1[pp][q].b[e], a2[pp][q].b[e], 1, pshift);
+                    w1 = egg_vec_pert(wi, a1[pp][q].b[e], a2[pp][q].b[e], -1, pshift);
+                }
+                y0[q].b[e] = (signed char)ln_apply(x0[pp][q].b[e], w0, dv0);
+                y1[q].b[e] = (signed char)ln_apply(x1[pp][q].b[e], w1, dv1);
+            }
+        st_words<K4>(Y + (size_t)r0 * H + off, y0);
+        if (r0 + 1 < rows) st_words<K4>(Y + (size_t)(r0 + 1) * H + off, y1);
+    }
+}
+
+/* EGG-LN of a row held by LPR lanes, 16 bytes a lane: the lane's 16 weights of the row's member mem (in: a row of the
+ * launch): the members' perturbed ones (wp), else w perturbed here from the pair's n1, n2 (noise), else w */
+template <int LPR>
+__device__ __forceinline__ int4 ln16_weights(bool in, int mem, int off, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff,
+                                             int pshift, const int8_t *wp) {
+    constexpr int H = 16 * LPR;
+    if (wp) return in ? __ldg((const int4 *)(wp + (size_t)mem * H + off)) : make_int4(0, 0, 0, 0); /* the member's perturbed weights */
+    bytes16 wv;
+    wv.v = __ldg((const int4 *)(w + off));
+    if (noise && in) { /* perturbed here from the pair's n1, n2 (sign by the member's parity) */
+        const int8_t *n1 = noise + (size_t)(mem >> 1) * pstride + voff + off;
+        bytes16 a1, a2;
+        a1.v = __ldg((const int4 *)n1);
+        a2.v = __ldg((const int4 *)(n1 + H));
+#pragma unroll
+        for (int e = 0; e < 16; e++) wv.b[e] = (signed char)egg_vec_pert(wv.b[e], a1.b[e], a2.b[e], (mem & 1) ? -1 : 1, pshift);
+    }
+    return wv.v;
+}
+/* the lane's 16 output bytes of that EGG-LN (x: its input bytes; every lane of the warp takes part in the row sum's
+ * shuffles, a lane past the launch's rows with zeros) */
+template <int LPR>
+__device__ __forceinline__ int4 ln16_apply(int4 xv, int4 wl) {
+    constexpr int H = 16 * LPR;
+    bytes16 x, wv, y;
+    x.v = xv; wv.v = wl;
+    int sa = 0;
+#pragma unroll
+    for (int q = 0; q < 4; q++) sa += abs_sum4(w4u{(&x.v.x)[q]});
+#pragma unroll
+    for (int o = LPR / 2; o; o >>= 1) sa += __shfl_xor_sync(0xffffffffu, sa, o); /* within the row's LPR lanes */
+#if defined(__HIPCC__)
+    const lnq dv = LNQ(egg_ln_div(sa, H)); /* d <= 127: |x| <= 127 */
+#pragma unroll
+    for (int e = 0; e < 16; e++) y.b[e] = (signed char)ln_apply(x.b[e], wv.b[e], dv);
+#else
+    const int mq = LNM(egg_ln_div(sa, H));
+#pragma unroll
+    for (int q = 0; q < 4; q++) (&y.v.x)[q] = (int)ln_word((unsigned)(&x.v.x)[q], (unsigned)(&wv.v.x)[q], mq);
+#endif
+    return y.v;
+}
+/* EGG-LN with H = 16 LPR (128, 256, 512): LPR lanes a row, 16 bytes a lane (32 / LPR rows a warp; ln_vec_kernel's
+ * 4 or 8 bytes a lane had left the DRAM-bound kernel with few bytes in flight); the same operations per element */
+template <int LPR>
+__global__ void ln16_kernel(int rows, int nm, const int8_t *X, const int8_t *w, const int8_t *noise, size_t pstride, size_t voff,
+                            int pshift, const int8_t *wp, int8_t *Y) {
+    constexpr int H = 16 * LPR;
+    const int lane = threadIdx.x & 31, off = (lane % LPR) * 16;
+    const int row = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) + lane / LPR;
+    const bool in = row < rows;
+    const int4 x = in ? __ldg((const int4 *)(X + (size_t)row * H + off)) : make_int4(0, 0, 0, 0);
+    const int4 y = ln16_apply<LPR>(x, ln16_weights<LPR>(in, in ? row % nm : 0, off, w, noise, pstride, voff, pshift, wp));
+    if (in) *(int4 *)(Y + (size_t)row * H + off) = y;
+}
+
+/* x = perturbed embedding row of the member's input token, for the rows
+ * [time t0..][members] of a chunk; rz[row] = (token == 0): the state is reset
+ * before that timestep. The chunk's first timestep resets every layer's state
+ * here; later ones are reset by the GRU epilogue of the timestep before. */
+__global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0,
+                             int group, int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
+                             const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz, int8_t *Hs, int hsn) {
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    const int m = row % n, dt = row / n;
+    int g = (m0 + m) / group - gbase;
+    int tok = tokens[(size_t)g * rowlen + t0 + dt];
+    if (lane == 0) rz[row] = tok == 0;
+    if (tok == 0 && dt == 0)
+        for (int l = 0; l < L; l++)
+            for (int i = lane; i < H; i += 32) Hs[((size_t)l * hsn + m) * H + i] = 0;
+    const int8_t *e = E + (size_t)tok * H;
+    int8_t *x = X + (size_t)row * H;
+    if (!noise) {
+        for (int i = lane; i < H; i += 32) x[i] = e[i];
+        return;
+    }
+    uint32_t pair = (uint32_t)((m0 + m) >> 1);
+    /* seed and epoch come from device memory so a captured graph replays every step */
+    uint64_t key = ekeys ? ekeys[m >> 1] : egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
+    int sign = (m & 1) ? -1 : 1, av[GPU_RMAX];
+    for (int j = 0; j < r; j++) av[j] = sign * egg_noise(key, (uint32_t)(tok * r + j));
+    const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff;
+    for (int i = lane; i < H; i += 32) {
+        int32_t p = 0;
+        for (int j = 0; j < r; j++) p += av[j] * B[(size_t)j * H + i];
+        x[i] = (int8_t)egg_clip8(e[i] + (p >> pshift));
+    }
+}
+
+/* embed_kernel for H = 4 K4 LPR: LPR lanes a row (32 / LPR rows a warp; a row of 128 or 256 bytes had left a
+ * warp's lanes moving 4 or 8 bytes each behind a chain of dependent loads), a lane's 4 K4 bytes in word accesses.
+ * LN (K4 = 4: ln16_kernel's lanes): also the first layer's EGG-LN1 of the row into XN (ln16_weights' lw, lnz, lvoff,
+ * lwp), so that LN does not read X back */
+template <int K4, int LPR, bool LN = false>
+__global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0, int group,
+                                 int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride, size_t boff,
+                                 const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz, int8_t *Hs, int hsn,
+                                 const int8_t *lw, const int8_t *lnz, size_t lvoff, const int8_t *lwp, int8_t *XN) {
+    constexpr int H = 4 * K4 * LPR;
+    static_assert(!LN || K4 == 4, "the fused LN takes ln16_kernel's 16 bytes a lane");
+    const int lane = threadIdx.x & 31, sub = lane % LPR;
+    const int row = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) + lane / LPR;
+    const bool in = row < rows; /* LN: the lanes of a row past the end still take part in the row sums' shuffles */
+    if (!LN && !in) return;
+    const int m = in ? row % n : 0, dt = row / n, off = sub * 4 * K4;
+    w4u e[K4];
+    for (int q = 0; q < K4; q++) e[q].w = 0;
+    int4 wl = make_int4(0, 0, 0, 0); /* LN: the row's LN1 weights, loaded first (the row's own loads are a dependent chain) */
+    if constexpr (LN) wl = ln16_weights<LPR>(in, m, off, lw, lnz, pstride, lvoff, pshift, lwp);
+    if (in) {
+        const int g = (m0 + m) / group - gbase;
+        const int tok = tokens[(size_t)g * rowlen + t0 + dt];
+        if (sub == 0) rz[row] = tok == 0;
+        if (tok == 0 && dt == 0)
+            for (int l = 0; l < L; l++)
+                for (int i = sub * 4; i < H; i += 4 * LPR) *(int *)(Hs + ((size_t)l * hsn + m) * H + i) = 0;
+        ld_words<K4>(e, E + (size_t)tok * H + off);
+        if (noise) {
+            const uint32_t pair = (uint32_t)((m0 + m) >> 1);
+            const uint64_t key = ekeys ? ekeys[m >> 1] : egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
+            const int sign = (m & 1) ? -1 : 1;
+            const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff + off;
+            /* sm_90a (lanes): p 2^(16 - pshift) summed, so that its high half is p >> pshift (|p| <= 16 * 90 * 127 <
+             * 2^18 at rank <= 16, noise values in -90..90: the sum stays below 2^30, and p >> pshift fits an int16
+             * lane); two bytes' high halves make a word of int16 lanes (one prmt), which are added to the embedding's
+             * bytes and clipped two at a time (about 4 instructions a byte where the bytes one by one took about 9) */
+#ifdef MMP_WGMMA
+            const bool lanes = pshift <= 16;
+#else
+            const bool lanes = false;
+#endif
+            const int sc = lanes ? 1 << (16 - pshift) : 1;
+            int p[K4][4] = {};
+            for (int j = 0; j < r; j++) {
+                const int av = sign * egg_noise(key, (uint32_t)(tok * r + j)) * sc;
+                w4u b[K4];
+                ld_words<K4>(b, B + (size_t)j * H);
+#pragma unroll
+                for (int q = 0; q < K4; q++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) p[q][c] += av * b[q].b[c];
+            }
+#ifdef MMP_WGMMA
+            if (lanes) {
+#pragma unroll
+                for (int q = 0; q < K4; q++) {
+                    const unsigned ew = (unsigned)e[q].w;
+                    e[q].w = (int)pack4(clip2_add(lo2(ew), prmt<0x7632>((unsigned)p[q][0], (unsigned)p[q][1])),
+                                        clip2_add(hi2(ew), prmt<0x7632>((unsigned)p[q][2], (unsigned)p[q][3])));
+                }
+            } else
+#endif
+#pragma unroll
+                for (int q = 0; q < K4; q++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) e[q].b[c] = (signed char)egg_clip8(e[q].b[c] + (p[q][c] >> pshift));
+        }
+        st_words<K4>(X + (size_t)row * H + off, e);
+    }
+    if constexpr (LN) {
+        const int4 y = ln16_apply<LPR>(make_int4(e[0].w, e[1].w, e[2].w, e[3].w), wl);
+        if (in) *(int4 *)(XN + (size_t)row * H + off) = y;
+    }
+}
+
+/* the embedding noise's key of each local pair p (global pair m0/2 + p), once per step instead of per row */
+__global__ void emb_keys_kernel(int np, int m0, const uint64_t *seedep, uint64_t *keys) {
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < np) keys[p] = egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, (uint32_t)((m0 >> 1) + p));
+}
+
+/* loss_kernel for V = 128 * K4 <= 4096 (a warp's sum of EXP2 < 2^32): word loads,
+ * 32-bit sums, two timesteps per iteration, the target's logit by shuffle, and the
+ * log-likelihoods of 32 timesteps computed by the 32 lanes at once */
+template <int K4>
+__global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
+                                int gbase, int m0, int32_t *scores) {
+    constexpr int V = 128 * K4;
+    __shared__ uint32_t exp2s[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
+    __syncthreads();
+    const int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= n) return;
+    const int32_t *tk = tokens + (size_t)((m0 + m) / group - gbase) * rowlen + t0;
+    int32_t sc = 0;
+    for (int base = 0; base < tc; base += 32) {
+        uint32_t myS = 1;
+        int myl = 0;
+        for (int k = 0; k < 32 && base + k < tc; k += 2) {
+            const int dt = base + k;
+            const bool two = dt + 1 < tc;
+            w4u l0[K4], l1[K4];
+            ld_words<K4>(l0, logits + ((size_t)dt * n + m) * V + lane * 4 * K4);
+            if (two) ld_words<K4>(l1, logits + ((size_t)(dt + 1) * n + m) * V + lane * 4 * K4);
+            const int tg0 = tk[dt + 1], tg1 = two ? tk[dt + 2] : 0;
+            uint32_t S0 = 0, S1 = 0;
+#pragma unroll
+            for (int q = 0; q < K4; q++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    S0 += exp2s[l0[q].b[c] + 128];
+                    if (two) S1 += exp2s[l1[q].b[c] + 128];
+                }
+            for (int o = 16; o; o >>= 1) {
+                S0 += __shfl_xor_sync(0xffffffffu, S0, o);
+                S1 += __shfl_xor_sync(0xffffffffu, S1, o);
+            }
+            int w0 = 0, w1 = 0; /* the target's word, from the lane that holds it */
+#pragma unroll
+            for (int q = 0; q < K4; q++) {
+                if ((tg0 >> 2) % K4 == q) w0 = l0[q].w;
+                if ((tg1 >> 2) % K4 == q) w1 = two ? l1[q].w : 0;
+            }
+            w0 = __shfl_sync(0xffffffffu, w0, tg0 / (4 * K4));
+            w1 = __shfl_sync(0xffffffffu, w1, tg1 / (4 * K4));
+            if (lane == k) { myS = S0; myl = (signed char)(w0 >> (8 * (tg0 & 3))); }
+            if (lane == k + 1 && two) { myS = S1; myl = (signed char)(w1 >> (8 * (tg1 & 3))); }
+        }
+        if (base + lane < tc) sc += egg_loglik(myl, myS);
+    }
+    for (int o = 16; o; o >>= 1) sc += __shfl_xor_sync(0xffffffffu, sc, o);
+    if (lane == 0) scores[m] += sc;
+}
+
+/* warp per member: add the log-likelihoods of timesteps t0..t0+tc-1 (logits [time][members][V]) */
+__global__ void loss_kernel(int n, int tc, int V, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
+                            int gbase, int m0, int32_t *scores) {
+    __shared__ uint32_t exp2s[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
+    __syncthreads();
+    int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= n) return;
+    const int g = (m0 + m) / group - gbase;
+    int32_t sc = 0;
+    for (int dt = 0; dt < tc; dt++) {
+        const int8_t *lg = logits + ((size_t)dt * n + m) * V;
+        unsigned long long S = 0;
+        for (int v = lane; v < V; v += 32) S += exp2s[lg[v] + 128];
+        for (int off = 16; off; off >>= 1) S += __shfl_xor_sync(0xffffffffu, S, off);
+        if (lane == 0) sc += egg_loglik(lg[tokens[(size_t)g * rowlen + t0 + dt + 1]], S);
+    }
+    if (lane == 0) scores[m] += sc;
+}
+
+/* the state rows [L][n][H] of the members whose group starts its window afresh, zeroed 16 bytes a thread (layer
+ * blockIdx.y; a byte a thread with 64-bit index math had taken 0.2 ms a step at EGG-256x6) */
+__global__ void reset_kernel(int n, int H16, const uint8_t *reset, int group, int gbase, int m0, int8_t *Hs) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (uint32_t)n * (uint32_t)H16) return;
+    const uint32_t m = i / (uint32_t)H16;
+    if (reset[(m0 + (int)m) / group - gbase]) ((int4 *)Hs)[(size_t)blockIdx.y * n * H16 + i] = make_int4(0, 0, 0, 0);
+}
+
+#endif /* EGG_ROWS_CUH */
