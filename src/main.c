@@ -23,6 +23,9 @@
 static volatile sig_atomic_t g_stop_signal;
 static void on_signal(int s) { g_stop_signal = s; }
 
+/* members per GPU from which a GPU runs at full speed (below it the start-up prints a note) */
+enum { EGG_GPU_FULL_POP = 8192 };
+
 /* Hang watchdog (--hang-timeout; multi-rank jobs, and one process on a GPU). A rank that stops answering (a hung
  * GPU, a stopped process, a network partition) leaves the others waiting in an MPI or NCCL collective that never
  * returns, and a hung GPU leaves even a lone process waiting on it: the job would hold its allocation until the
@@ -595,6 +598,14 @@ int main(int argc, char **argv) {
                        R.m.nparams, use_nccl ? "ncclAllReduce from device memory" : "MPI_Allreduce");
             else if (R.d.world > 1)
                 printf("egg: update: replicated%s: each rank votes with all %d pairs' fitness\n", why, P);
+            /* a GPU evaluates its members in tiles of 128 rows per timestep over all its SMs: a small share leaves it
+             * mostly idle (EGG-256x6 on one H100: 48.6 M population-tokens/s at 4096 members, flat at 64.6-66.5 M from
+             * 8192; docs/BENCHMARKS.md) */
+            const int per_gpu = c->pop / R.d.world;
+            if (R.be.device_id >= 0 && per_gpu < EGG_GPU_FULL_POP)
+                printf("egg: note: %d members per GPU leave %s mostly idle; it reaches full speed from about %d members "
+                       "per GPU (--pop %d on %d GPU%s)\n",
+                       per_gpu, R.be.name, EGG_GPU_FULL_POP, EGG_GPU_FULL_POP * R.d.world, R.d.world, R.d.world > 1 ? "s" : "");
         }
         free(all);
         free(cnt);

@@ -153,6 +153,14 @@ for gb in $gpus; do
   if [ $rc -eq 1 ] && grep -q "^egg: error: rank 0: no progress for [0-9]* s after step 3 (--hang-timeout 1)" "$T/h_err" &&
      ! grep -aq '^egg: done' "$T/h_out"; then ok "$gb-hang-timeout-one-process"
   else bad "$gb-hang-timeout-one-process" "exit $rc, stderr: $(head -c 300 "$T/h_err" | tr '\n' '|')"; fi
+  # 64 members leave a GPU idle: the start-up says so and names the population that fills it; 8192 members (the
+  # note's figure) print no note
+  $BIN --data "$T/c.txt" --hidden 64 --layers 1 --seq 4 --pop 64 --steps 0 --backend "$gb" >"$T/n64" 2>&1; rc=$?
+  $BIN --data "$T/c.txt" --hidden 64 --layers 1 --seq 4 --pop 8192 --steps 0 --backend "$gb" >"$T/n8k" 2>&1; rc2=$?
+  if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && ! grep -q '^egg: note:' "$T/n8k" &&
+     grep -q "^egg: note: 64 members per GPU leave $gb mostly idle; it reaches full speed from about 8192 members per GPU (--pop 8192 on 1 GPU)$" "$T/n64"; then
+    ok "$gb-small-population-note"
+  else bad "$gb-small-population-note" "pop 64 (exit $rc): '$(grep '^egg: note' "$T/n64")'; pop 8192 (exit $rc2): '$(grep '^egg: note' "$T/n8k")'"; fi
   # the byte-lane helpers (the recurrence's gate and mix, the fused MLP's residual add) against the CPU reference,
   # every int8 input (build/cuda_lanes: built by make wherever nvcc is found)
   if [ "$gb" = cuda ]; then

@@ -7,7 +7,7 @@
 # --log file stays absent and the --checkpoint-dir (an empty directory) stays
 # empty. Then: --help, --version, --config (flags override it), the default
 # input.txt pick-up, --backend cuda without a usable GPU, the final line's
-# format, --log JSON lines, SIGTERM mid-run, --time-limit, a resume whose
+# format, no GPU note on the CPU, --log JSON lines, SIGTERM mid-run, --time-limit, a resume whose
 # --steps equals the checkpoint's step, and sampling such a resumed checkpoint.
 # Prints one PASS/FAIL/SKIP line per check; exit 1 if any FAIL.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -16,7 +16,7 @@ CHECKS="bad_missing_file bad_empty_file bad_short_file bad_corrupt_zst bad_trunc
 bad_odd_pop bad_hidden_not_mult32 bad_negative_steps bad_unknown_flag bad_stray_argument bad_update_mode bad_truncated_checkpoint
 bad_checkpoint_other_config bad_checkpoint_checksum bad_resume_not_checkpoint bad_resume_latest_empty bad_config_key
 bad_config_missing bad_config_directory bad_val_data_missing bad_no_default_data bad_checkpoint_dir help version config_file_and_override default_input_txt backend_cuda_unavailable
-progress_off progress_on final_line_format log_json_lines sigterm_clean_stop sigterm_checkpoint_resumes time_limit resume_at_final_step sample_from_checkpoint"
+progress_off progress_on final_line_format cpu_no_gpu_note log_json_lines sigterm_clean_stop sigterm_checkpoint_resumes time_limit resume_at_final_step sample_from_checkpoint"
 lib_init cli || skip_all "egg_mgpu not built (run make)" $CHECKS
 for tool in python3 zstd; do command -v $tool >/dev/null || skip_all "$tool not found (run setup.sh)" $CHECKS; done
 
@@ -197,6 +197,13 @@ if [ $RC -ne 0 ]; then fail final_line_format "exit $RC: $(head -c 200 fin.err)"
 elif ! [[ "$line" =~ $FINAL_RE ]]; then fail final_line_format "'$line' does not match $FINAL_RE"
 elif [ "$(tail -n 1 fin.out)" != "$line" ]; then fail final_line_format "not the last line of stdout"
 else pass final_line_format
+fi
+
+# the note on a population too small for a GPU is printed for GPUs only (make test-gpu checks it there)
+run_egg nn.out nn.err --data d.txt "${TINY[@]}" --steps 1 --backend cpu
+if [ $RC -ne 0 ]; then fail cpu_no_gpu_note "exit $RC: $(head -c 200 nn.err)"
+elif grep -q '^egg: note:' nn.out nn.err; then fail cpu_no_gpu_note "$(grep -h '^egg: note:' nn.out nn.err | head -1)"
+else pass cpu_no_gpu_note
 fi
 
 # --log: one JSON object per step
