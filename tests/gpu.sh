@@ -72,7 +72,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # (nothing to sum on one rank; two ranks sharing this GPU below sum it by MPI through the host). The rank-1 noise
 # kernel writes 16 values a thread where the shapes allow (EGG_CUDA_NOISEW=0: 4; a vocabulary of 301 takes 4 for
 # the head). The rank-1 update operands take four entries a thread (EGG_CUDA_OPS4=0: one, as at rank > 1). The
-# embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch).
+# embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch). The PLAIN GEMMs
+# with K = 512 (Wf, Wh, up, head at hidden 512) take whole row blocks too, one X buffer a CTA (EGG_CUDA_MMX512=0:
+# mmw_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer.
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -128,6 +130,9 @@ configs=(
   "h128-r1-ln1-own-launch|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6|EGG_CUDA_EMBLN=0"
   "h256-r4-sigma0-embedding-pert-shift-4|--hidden 256 --layers 1 --rank 4 --pop 130 --seq 6 --sigma-shift 0"
   "h256-r1-sigma14-embedding-pert-shift-18|--hidden 256 --layers 1 --rank 1 --pop 130 --seq 6 --sigma-shift 14"
+  "h512-r1-k512-row-blocks|--hidden 512 --layers 2 --rank 1 --pop 258 --seq 7 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
+  "h512-r1-sigma2-k512-row-blocks-3ctas|--hidden 512 --layers 2 --rank 1 --pop 1030 --seq 5 --sigma-shift 2|EGG_CUDA_MMP=3"
+  "h512-r1-k512-tile-at-a-time|--hidden 512 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_MMX512=0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

@@ -184,6 +184,7 @@ struct CudaImpl {
     int mmw_ctas;             /* sm_90a with TMA: PLAIN/RESID in the warp-specialised mmw_kernel, CTAs per launch (0: mmp; EGG_CUDA_WS=0) */
     bool mmd;                 /* the N = 256 RESID GEMM (down) with W's permuted copy in mmd_kernel (128 x 256 tiles; EGG_CUDA_WIDE=0: mmw_kernel) */
     bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
+    bool mmx512;              /* and the K = 512 ones (one X buffer a CTA; EGG_CUDA_MMX512=0: mmw_kernel) */
     bool resw;                /* mmx_kernel keeps W resident where its tiles fit the stages (EGG_CUDA_RESW=0: streamed) */
     bool fmlp;                /* H = 128/256: a layer's up and down in one mlp_kernel launch, U never in DRAM (EGG_CUDA_FMLP=0: two GEMMs) */
 #endif
@@ -1208,7 +1209,10 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 MMX_ATTR(1, 2, 4, 0) MMX_ATTR(1, 1, 4, 0) MMX_ATTR(1, 0, 4, 0) MMX_ATTR(0, 0, 4, 0)
                 MMX_ATTR(1, 2, 2, 0) MMX_ATTR(1, 1, 2, 0) MMX_ATTR(1, 0, 2, 0) MMX_ATTR(0, 0, 2, 0)
                 MMX_ATTR(1, 2, 2, 1) MMX_ATTR(1, 1, 2, 1) MMX_ATTR(1, 0, 2, 1) MMX_ATTR(0, 0, 2, 1)
+                MMX_ATTR(1, 0, 8, 0) MMX_ATTR(0, 0, 8, 0)
 #undef MMX_ATTR
+                const char *e5 = getenv("EGG_CUDA_MMX512");
+                c->mmx512 = !(e5 && atoi(e5) == 0);
             }
             { /* the grouped update: every matrix's operand rows stacked, its votes in Zg (EGG_CUDA_UGROUP=0: off) */
                 const char *eg = getenv("EGG_CUDA_UGROUP");

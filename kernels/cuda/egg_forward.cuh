@@ -62,7 +62,7 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) 
             memset(&tmp, 0, sizeof tmp);
             if (a.Wp && a.N % BN == 0 && tmap_2d(c->tmap_encode, &tmp, a.Wp, a.K, a.N, a.ldw, BN)) {
                 const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas;
-                if (mode == MODE_PLAIN && (a.K == 256 || a.K == 128) && c->mmx) { /* whole row blocks, X and B rows loaded once */
+                if (mode == MODE_PLAIN && (a.K == 256 || a.K == 128 || (a.K == 512 && c->mmx512)) && c->mmx) { /* whole row blocks, X and B rows loaded once */
                     CUtensorMap tmp2; /* the second matrix's permuted copy (DUAL: both GEMMs in this launch) */
                     memset(&tmp2, 0, sizeof tmp2);
                     /* K = 128 only: at K = 256 one launch measured no faster than two (740 vs 729 us a pair) */
@@ -78,7 +78,10 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) 
      : a.r                             ? mmx_kernel<1, 0, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2)  \
                                        : mmx_kernel<0, 0, KT, D><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2))
                     if (dual) MMX_GO(2, 1);
-                    else if (a.K == 256) MMX_GO(4, 0);
+                    else if (a.K == 512) { /* s = 9: the generic epilogue (EP 0) */
+                        if (a.r) mmx_kernel<1, 0, 8, 0><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2);
+                        else mmx_kernel<0, 0, 8, 0><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2);
+                    } else if (a.K == 256) MMX_GO(4, 0);
                     else MMX_GO(2, 0);
 #undef MMX_GO
                     *both = dual;

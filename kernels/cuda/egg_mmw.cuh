@@ -1,6 +1,6 @@
 /* egg_mmw.cuh — the warp-specialised TMA GEMMs of sm_90a: mmw_kernel (a producer
  * warp, two consumer warpgroups; the forward's MMs and the update's vote GEMM),
- * mmx_kernel (the PLAIN MMs with K = 128 or 256, whole row blocks a CTA) and
+ * mmx_kernel (the PLAIN MMs with K = 128, 256 or 512, whole row blocks a CTA) and
  * mmd_kernel (down: N = 256, a row block's whole width a tile).
  * Part of the CUDA backend: included once by kernels/cuda/egg_cuda.cu (one translation unit). */
 #ifndef EGG_MMW_CUH
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
 #endif
 }
 
-/* The PLAIN GEMMs with K = 128 or 256 (Wf, Wh, up, head: X is an EGG-LN's output) with W's permuted copy, whole
+/* The PLAIN GEMMs with K = 128, 256 or 512 (Wf, Wh, up, head: X is an EGG-LN's output) with W's permuted copy, whole
  * row blocks per CTA, each tile's epilogue under the next tile's MMAs. In mmw_kernel a tile's epilogue (64 outputs
  * a thread at one warp per scheduler: ~2500 cycles) outlasts the other warpgroup's MMAs (~640), and each of a row
  * block's N tiles loads the block's X and B rows again (up: 88 KB a tile, near L2's bandwidth). Here
@@ -225,6 +225,9 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
  * Same MMAs (rows and columns) and epilogue (wg_frag_direct) as mmw_kernel. */
 #define MX_AS 4 /* tiles' A-row buffers: the producer loads tile it's after tile it - MX_AS's epilogue read its own */
 /* DUAL (two GEMMs of one X, Wf and Wh): both matrices' B rows resident, so 8 W stages instead of 10 */
+/* the row block's X and B rows take 8 k-steps of buffer: two buffers (by row-block parity: the next row block loads
+ * under this one's tiles) at K <= 256, one at K = 512 (KT 8: the next row block loads after this one's last MMAs) */
+__host__ __device__ constexpr int mx_xbufs(int kt) { return kt > 4 ? 1 : 2; }
 __host__ __device__ constexpr int mx_stages(int dual) { return dual ? 8 : 10; }
 __host__ __device__ constexpr int mmx_smem_bytes(int dual) {
     return mx_stages(dual) * BN * BK + 2 * 4 * BM * BK + (1 + dual) * 2 * 4 * (BM / 2) * BK + MX_AS * (BM / 2) * BN + (1 + dual) * 2 * BM * 4 +
@@ -234,6 +237,7 @@ __host__ __device__ constexpr int mmx_smem_bytes(int dual) {
 template <int R, int w, int EP, int KT, int DUAL>
 struct MmxConsumer {
     static constexpr int S = mx_stages(DUAL), NT = 1 + DUAL; /* stages; matrices */
+    static constexpr int XB = mx_xbufs(KT), XL = 8 / XB;      /* X / B row buffers (by row block), k-steps each */
     const MMArgs &a;
     const int8_t *As;
     int *ts;
@@ -247,8 +251,9 @@ struct MmxConsumer {
     /* tile (row block q, N tile ni): its k-steps' MMAs, and on a matrix's first tile x . B, as one group */
     __device__ __forceinline__ void issue(int q, int ni, int (&d)[64], int (&dt)[16]) {
         const int tn = DUAL && ni >= half, nl = ni - tn * half;
-        const unsigned xo = (unsigned)((q & 1) * 4) * (BM * BK >> 4), bo = (unsigned)(((q & 1) * NT + tn) * 4) * ((BM / 2) * BK >> 4);
-        if (ni == 0) mbar_wait(xfull + (q & 1), (unsigned)(q >> 1) & 1);
+        const int u = q % XB;
+        const unsigned xo = (unsigned)(u * XL) * (BM * BK >> 4), bo = (unsigned)((u * NT + tn) * XL) * ((BM / 2) * BK >> 4);
+        if (ni == 0) mbar_wait(xfull + u, (unsigned)(q / XB) & 1);
 #pragma unroll
         for (int kt = 0; kt < KT; kt++) {
             const unsigned sk = resw ? (unsigned)(ni * KT + kt) : st;
@@ -276,7 +281,7 @@ struct MmxConsumer {
                 mbar_arrive(empty + rst);
                 if (++rst == S) rst = 0;
             }
-        if (ni == a.ntn - 1) mbar_arrive(xempty + (q & 1)); /* the row block's X and B rows are read */
+        if (ni == a.ntn - 1) mbar_arrive(xempty + q % XB); /* the row block's X and B rows are read */
 #pragma unroll
         for (int i = 0; i < 64; i++) {
             if (EP == 2) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[i]) : "r"(d[i]));
@@ -325,10 +330,12 @@ template <int R, int EP, int KT, int DUAL = 0> /* DUAL: tmw2 (a.Wp2's map) the s
 __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, const __grid_constant__ CUtensorMap tmw2) {
 #ifdef MMP_WGMMA
     constexpr int S = mx_stages(DUAL), NT = 1 + DUAL;
+    constexpr int XB = mx_xbufs(KT), XL = 8 / XB; /* X / B buffers, k-steps each */
+    static_assert(KT <= XL && !(DUAL && XB < 2), "mmx_kernel: K <= 512, DUAL only at K <= 256");
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                  /* stage s: W [BN][BK] */
-    int8_t *Xr = Ws + S * BN * BK;                /* [2][4][BM][BK]: the row block's X rows, by row-block parity */
-    int8_t *Br = Xr + 2 * 4 * BM * BK;            /* [2][NT][4][BM/2][BK]: its pairs' B rows (of each matrix) */
+    int8_t *Xr = Ws + S * BN * BK;                /* [XB][XL][BM][BK]: the row block's X rows, buffer q % XB */
+    int8_t *Br = Xr + 2 * 4 * BM * BK;            /* [XB][NT][XL][BM/2][BK]: its pairs' B rows (of each matrix) */
     int8_t *As = Br + NT * 2 * 4 * (BM / 2) * BK; /* [MX_AS][BM/2][BN]: the tile's pairs' A rows, tile it's in buffer it % MX_AS */
     int *ts = (int *)(As + MX_AS * (BM / 2) * BN);    /* [2][NT][BM]: sign * (x . B), by row-block parity */
     uint64_t *full = (uint64_t *)(ts + NT * 2 * BM), *empty = full + S, *xfull = empty + S, *xempty = xfull + 2, *aempty = xempty + 2;
@@ -363,16 +370,16 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
             const int half = a.ntn / NT;
             const uint64_t once = l2_policy(L2_FIRST), keep = l2_policy(L2_LAST);
             for (int q = 0; q < nrb; q++) {
-                const int m0 = ((int)blockIdx.x + q * G) * BM, u = q & 1;
+                const int m0 = ((int)blockIdx.x + q * G) * BM, u = q % XB;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
-                if (q >= 2) mbar_wait(xempty + u, (unsigned)((q >> 1) - 1) & 1);
+                if (q >= XB) mbar_wait(xempty + u, (unsigned)(q / XB - 1) & 1);
                 mbar_expect_tx(xfull + u, KT * BM * BK + (R > 0 ? NT * KT * (BM / 2) * BK : 0));
                 for (int kt = 0; kt < KT; kt++) {
-                    tma_load_2d(Xr + (u * 4 + kt) * BM * BK, &tmx, kt * BK, m0, xfull + u, once);
+                    tma_load_2d(Xr + (u * XL + kt) * BM * BK, &tmx, kt * BK, m0, xfull + u, once);
                     if (R > 0) /* B boxes of 32 pairs */
                         for (int tn = 0; tn < NT; tn++) {
                             const int kb = (int)((tn ? a.aoff2 : a.aoff) + a_span(1, a.N)) + kt * BK;
-                            int8_t *bb = Br + ((u * NT + tn) * 4 + kt) * (BM / 2) * BK;
+                            int8_t *bb = Br + ((u * NT + tn) * XL + kt) * (BM / 2) * BK;
                             tma_load_2d(bb, &tmb, kb, p0, xfull + u, keep);
                             tma_load_2d(bb + 32 * BK, &tmb, kb, p0 + 32, xfull + u, keep);
                         }
