@@ -182,7 +182,8 @@ struct CudaImpl {
 #ifdef EGG_MMP
     PFN_cuTensorMapEncodeTiled_v12000 tmap_encode; /* sm_90a: its X and W tiles by TMA (NULL: cp.async; EGG_CUDA_TMA=0) */
     int mmw_ctas;             /* sm_90a with TMA: PLAIN/RESID in the warp-specialised mmw_kernel, CTAs per launch (0: mmp; EGG_CUDA_WS=0) */
-    bool mmd;                 /* the N = 256 RESID GEMM (down) with W's permuted copy in mmd_kernel (128 x 256 tiles; EGG_CUDA_WIDE=0: mmw_kernel) */
+    int mmd;                  /* the RESID GEMMs (down) with N a multiple of 256 and W's permuted copy in mmd_kernel (128 x 256 tiles;
+                               * EGG_CUDA_WIDE=0: mmw_kernel; =1: mmd_kernel at N = 256 only) */
     bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
     bool mmx512;              /* and the K = 512 ones (one X buffer a CTA; EGG_CUDA_MMX512=0: mmw_kernel) */
     bool resw;                /* mmx_kernel keeps W resident where its tiles fit the stages (EGG_CUDA_RESW=0: streamed) */
@@ -1247,7 +1248,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             const char *e2 = getenv("EGG_CUDA_DUAL");
             c->dual = !(e2 && atoi(e2) == 0);
             const char *ed = getenv("EGG_CUDA_WIDE");
-            c->mmd = !(ed && atoi(ed) == 0) && (size_t)mmd_smem_bytes() <= prop.sharedMemPerBlockOptin;
+            c->mmd = !(ed && atoi(ed) == 0) && (size_t)mmd_smem_bytes() <= prop.sharedMemPerBlockOptin ? (ed ? atoi(ed) : 2) : 0;
             if (c->mmd) {
                 CK(cudaFuncSetAttribute(mmd_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
                 CK(cudaFuncSetAttribute(mmd_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));

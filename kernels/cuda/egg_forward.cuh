@@ -91,8 +91,9 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) 
                     mmw_kernel<MODE_PLAIN, 1, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN && a.r) mmw_kernel<MODE_PLAIN, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN) mmw_kernel<MODE_PLAIN, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
-                else if (mode == MODE_RESID && a.N == 2 * BN && c->mmd) { /* whole row blocks, both halves of N */
-                    const int smd = mmd_smem_bytes();
+                else if (mode == MODE_RESID && a.N % (2 * BN) == 0 && (a.N == 2 * BN || c->mmd > 1) && c->mmd) {
+                    /* 128 x 256 tiles: a row block's X and B rows once per 256 columns */
+                    const int smd = mmd_smem_bytes(), td = a.mtn * (a.ntn >> 1), nx = td < c->mmw_ctas ? td : c->mmw_ctas;
                     if (a.r) mmd_kernel<1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else mmd_kernel<0><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                 } else if (a.r) mmw_kernel<MODE_RESID, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);

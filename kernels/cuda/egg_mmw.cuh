@@ -1,7 +1,7 @@
 /* egg_mmw.cuh — the warp-specialised TMA GEMMs of sm_90a: mmw_kernel (a producer
  * warp, two consumer warpgroups; the forward's MMs and the update's vote GEMM),
  * mmx_kernel (the PLAIN MMs with K = 128, 256 or 512, whole row blocks a CTA) and
- * mmd_kernel (down: N = 256, a row block's whole width a tile).
+ * mmd_kernel (down: 128 x 256 tiles, N a multiple of 256).
  * Part of the CUDA backend: included once by kernels/cuda/egg_cuda.cu (one translation unit). */
 #ifndef EGG_MMW_CUH
 #define EGG_MMW_CUH
@@ -421,8 +421,9 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
 #endif
 }
 
-/* The RESID GEMM with N = 256 (down: K = 4H) with W's permuted copy: a CTA's tile is a whole row block, 128 rows x
- * 256 columns, so the row block's X and B rows (K = 1024: 192 KB) load once instead of once per 128 columns. mmw
+/* The RESID GEMM with N a multiple of 256 (down: K = 4H) with W's permuted copy: a CTA's tile is 128 rows x 256
+ * columns (at N = 256 a whole row block; at N = 512, 1024 a row block's tiles are adjacent, so the second reads its X
+ * and B rows from L2), so the row block's X and B rows (K = 1024: 192 KB) load once per 256 columns, not per 128. mmw
  * kernel's down runs at L2's bandwidth (328 KB a 128 x 128 tile); here a row block takes 464 KB instead of 656.
  * A warpgroup's 64 rows: two m64n128k32 (the W halves) and one m64n32k32 (its pairs' B rows) per k32, 144
  * accumulators (setmaxnreg gives the consumers the producer warpgroup's registers). Same MMAs and epilogue
@@ -442,11 +443,12 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
     const unsigned sb = (unsigned)__cvta_generic_to_shared(St);
     const uint64_t dx0 = wg_desc(sb + w * 64 * BK), dw0 = wg_desc(sb + BM * BK), dw1 = wg_desc(sb + (BM + BN) * BK),
                    db0 = wg_desc(sb + (BM + 2 * BN + w * 32) * BK);
+    const int P = a.ntn >> 1; /* tiles of 256 columns a row block */
     for (int it = 0; it < mine; it++) {
-        const int m0 = ((int)blockIdx.x + it * (int)gridDim.x) * BM;
+        const int g = (int)blockIdx.x + it * (int)gridDim.x, m0 = (g / P) * BM, n0 = (g - (g / P) * P) * 2 * BN;
         int4 ot[2][4]; /* the residual of both halves, loading under the tile's MMAs (wg_frag_direct's store order) */
 #pragma unroll
-        for (int h = 0; h < 2; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
+        for (int h = 0; h < 2; h++) frag_direct_resid(a, m0, n0 + h * BN, warp, gid, tig, ot[h]);
         for (int kt = 0; kt < KT; kt++) {
             mbar_wait(full + st, ph);
             const unsigned so = st * (mmd_stage_bytes() >> 4);
@@ -468,8 +470,8 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
             __syncwarp();
         }
         const int8_t *Ab = As + (it & 1) * 2 * (BM / 2) * BN;
-        wg_frag_direct<MODE_RESID, R, 0>(a, d0, Ab, tsp, m0, 0, warp, gid, tig, ot[0], aempty + (it & 1), a.Y);
-        wg_frag_direct<MODE_RESID, R, 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
+        wg_frag_direct<MODE_RESID, R, 0>(a, d0, Ab, tsp, m0, n0, warp, gid, tig, ot[0], aempty + (it & 1), a.Y);
+        wg_frag_direct<MODE_RESID, R, 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, n0 + BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
     }
 }
 #endif
@@ -492,15 +494,15 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    const int KT = (a.K + BK - 1) / BK, G = (int)gridDim.x;
-    const int mine = (int)blockIdx.x < a.mtn ? (a.mtn - 1 - (int)blockIdx.x) / G + 1 : 0; /* this CTA's row blocks */
-    if (warp >= 8) { /* producer: one thread walks the row blocks' k-steps */
+    const int KT = (a.K + BK - 1) / BK, G = (int)gridDim.x, P = a.ntn >> 1, ntiles = a.mtn * P;
+    const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0; /* this CTA's tiles */
+    if (warp >= 8) { /* producer: one thread walks the tiles' k-steps */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
         if (warp == 8 && lane == 0) {
             int j = 0;
             const uint64_t once = l2_policy(L2_FIRST), keep = l2_policy(L2_LAST);
             for (int it = 0; it < mine; it++) {
-                const int m0 = ((int)blockIdx.x + it * G) * BM;
+                const int g = (int)blockIdx.x + it * G, m0 = (g / P) * BM, n0 = (g - (g / P) * P) * 2 * BN;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
                 for (int kt = 0; kt < KT; kt++, j++) {
                     const int st = j % MD_STAGES;
@@ -509,16 +511,16 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
                     int8_t *sb = St + st * mmd_stage_bytes();
                     mbar_expect_tx(full + st, (BM + 2 * BN) * BK + (R > 0 ? (BM / 2) * BK + (kt == 0 ? 2 * (BM / 2) * BN : 0) : 0));
                     tma_load_2d(sb, &tmx, kt * BK, m0, full + st, once);
-                    tma_load_2d(sb + BM * BK, &tmw, kt * BK, 0, full + st, keep);
-                    tma_load_2d(sb + (BM + BN) * BK, &tmw, kt * BK, BN, full + st, keep);
+                    tma_load_2d(sb + BM * BK, &tmw, kt * BK, n0, full + st, keep);
+                    tma_load_2d(sb + (BM + BN) * BK, &tmw, kt * BK, n0 + BN, full + st, keep);
                     if (R > 0) { /* B boxes of 32 pairs */
                         const int kb = (int)(a.aoff + a_span(1, a.N)) + kt * BK;
                         tma_load_2d(sb + (BM + 2 * BN) * BK, &tmb, kb, p0, full + st, keep);
                         tma_load_2d(sb + (BM + 2 * BN + 32) * BK, &tmb, kb, p0 + 32, full + st, keep);
                         if (kt == 0) {
                             int8_t *ab = As + (it & 1) * 2 * (BM / 2) * BN;
-                            tma_load_2d(ab, &tmn, (int)a.aoff, p0, full + st, keep);
-                            tma_load_2d(ab + (BM / 2) * BN, &tmn, (int)a.aoff + BN, p0, full + st, keep);
+                            tma_load_2d(ab, &tmn, (int)a.aoff + n0, p0, full + st, keep);
+                            tma_load_2d(ab + (BM / 2) * BN, &tmn, (int)a.aoff + n0 + BN, p0, full + st, keep);
                         }
                     }
                 }
