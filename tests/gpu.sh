@@ -75,7 +75,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch). The PLAIN GEMMs
 # with K = 512 (Wf, Wh, up, head at hidden 512) take whole row blocks too, one X buffer a CTA (EGG_CUDA_MMX512=0:
 # mmw_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer. Down (RESID) with N a multiple of 256
-# takes 128 x 256 tiles (mmd_kernel; EGG_CUDA_WIDE=1: only at N = 256, mmw_kernel's 128 x 128 tiles elsewhere).
+# takes 128 x 256 tiles (mmd_kernel; EGG_CUDA_WIDE=1: only at N = 256, mmw_kernel's 128 x 128 tiles elsewhere),
+# at K > 2048 (hidden 768, 1024) with the rank-1 products t A in 64 bits (EGG_CUDA_WIDE=1: mm_kernel there).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -136,7 +137,9 @@ configs=(
   "h512-r1-k512-tile-at-a-time|--hidden 512 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_MMX512=0"
   "h512-r1-sigma5-down-256-column-tiles-3ctas|--hidden 512 --layers 1 --rank 1 --pop 386 --seq 5 --sigma-shift 5|EGG_CUDA_MMP=3"
   "h512-r1-down-128-column-tiles|--hidden 512 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_WIDE=1"
-  "h1024-r1-down-256-column-tiles|--hidden 1024 --layers 1 --rank 1 --pop 130 --seq 4"
+  "h1024-r1-down-256-column-tiles-64-bit-products|--hidden 1024 --layers 1 --rank 1 --pop 256 --seq 4"
+  "h1024-r1-sigma0-down-64-bit-products-3ctas|--hidden 1024 --layers 1 --rank 1 --pop 256 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"
+  "h768-r1-down-64-bit-products-chunked|--hidden 768 --layers 2 --rank 1 --pop 384 --seq 5 --data $T/t.bin|EGG_CUDA_TCHUNK=2"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

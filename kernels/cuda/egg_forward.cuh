@@ -34,8 +34,11 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) 
      * issued after the tile before the previous one is done) */
     const uintptr_t al = (uintptr_t)a.Y | (uintptr_t)a.other | (uintptr_t)a.bias | (uintptr_t)a.h | (uintptr_t)a.gout |
                          (uintptr_t)a.f | (uintptr_t)a.xres | (uintptr_t)a.hs | (uintptr_t)a.voff | (uintptr_t)a.pstride;
-    if (c->mmp_ctas > 0 && mode != MODE_UPDATE && mode != MODE_BIAS && a.r <= 1 && (a.r == 0 || a.K <= 2048) && a.K > BK &&
-        a.N % 16 == 0 && a.ldy % 16 == 0 && (al & 15) == 0) {
+    /* p64: t A may pass int32 (rank 1, K > 2048: down at hidden 1024); only mmd_kernel's 64-bit epilogue takes it here */
+    const bool p64 = a.r > 0 && a.K > 2048;
+    if (c->mmp_ctas > 0 && mode != MODE_UPDATE && mode != MODE_BIAS && a.r <= 1 &&
+        (!p64 || (mode == MODE_RESID && c->mmd > 1 && a.N % (2 * BN) == 0 && a.Wp)) && a.K > BK && a.N % 16 == 0 &&
+        a.ldy % 16 == 0 && (al & 15) == 0) {
         a.mtn = (int)grid.x;
         a.ntn = (int)grid.y;
         const int tiles = a.mtn * a.ntn, nb = tiles < c->mmp_ctas ? tiles : c->mmp_ctas, sm = mmp_smem_bytes();
@@ -53,14 +56,15 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) 
             a.tma = a.wrap > 0 && a.wrap % (BM / 2) == 0 && a.pstride < ((size_t)1 << 31) &&
                     tmap_2d(c->tmap_encode, &tmb, a.noise, a.pstride, (size_t)a.wrap, a.pstride, ws ? BM / 4 : BM / 2) &&
                     tmap_2d(c->tmap_encode, &tmn, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2, BN);
-        if (a.tma && ws) {
+        CUtensorMap tmp; /* W's permuted copy: the direct epilogue */
+        memset(&tmp, 0, sizeof tmp);
+        const bool wpm = a.tma && ws && a.Wp && a.N % BN == 0 && tmap_2d(c->tmap_encode, &tmp, a.Wp, a.K, a.N, a.ldw, BN);
+        if (a.tma && ws && (!p64 || wpm)) {
             const int nw = tiles < c->mmw_ctas ? tiles : c->mmw_ctas, smw = mmw_smem_bytes();
 #define MMW_GO(M)                                                                                                   \
     (a.r ? mmw_kernel<M, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn)                                   \
          : mmw_kernel<M, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn))
-            CUtensorMap tmp; /* W's permuted copy: the direct epilogue */
-            memset(&tmp, 0, sizeof tmp);
-            if (a.Wp && a.N % BN == 0 && tmap_2d(c->tmap_encode, &tmp, a.Wp, a.K, a.N, a.ldw, BN)) {
+            if (wpm) {
                 const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas;
                 if (mode == MODE_PLAIN && (a.K == 256 || a.K == 128 || (a.K == 512 && c->mmx512)) && c->mmx) { /* whole row blocks, X and B rows loaded once */
                     CUtensorMap tmp2; /* the second matrix's permuted copy (DUAL: both GEMMs in this launch) */
@@ -94,7 +98,8 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) 
                 else if (mode == MODE_RESID && a.N % (2 * BN) == 0 && (a.N == 2 * BN || c->mmd > 1) && c->mmd) {
                     /* 128 x 256 tiles: a row block's X and B rows once per 256 columns */
                     const int smd = mmd_smem_bytes(), td = a.mtn * (a.ntn >> 1), nx = td < c->mmw_ctas ? td : c->mmw_ctas;
-                    if (a.r) mmd_kernel<1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                    if (p64) mmd_kernel<1, 1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                    else if (a.r) mmd_kernel<1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else mmd_kernel<0><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                 } else if (a.r) mmw_kernel<MODE_RESID, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else mmw_kernel<MODE_RESID, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
@@ -111,15 +116,17 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) 
 #define MMP_GO(M)                                                                                                   \
     (a.r ? mmp_kernel<M, 1><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw, tmb, tmn)                                      \
          : mmp_kernel<M, 0><<<nb, NTHREADS, sm, c->st>>>(a, tmx, tmw, tmb, tmn))
-        switch (mode) {
-        case MODE_PLAIN: MMP_GO(MODE_PLAIN); break;
-        case MODE_RESID: MMP_GO(MODE_RESID); break;
-        case MODE_BIAS_GATE: MMP_GO(MODE_BIAS_GATE); break;
-        default: MMP_GO(MODE_BIAS_MIX); break;
-        }
+        if (!p64) { /* p64 without the TMA maps: mm_kernel below */
+            switch (mode) {
+            case MODE_PLAIN: MMP_GO(MODE_PLAIN); break;
+            case MODE_RESID: MMP_GO(MODE_RESID); break;
+            case MODE_BIAS_GATE: MMP_GO(MODE_BIAS_GATE); break;
+            default: MMP_GO(MODE_BIAS_MIX); break;
+            }
 #undef MMP_GO
-        CKL();
-        return 0;
+            CKL();
+            return 0;
+        }
     }
 #endif
     if (mode != MODE_UPDATE) {

@@ -434,7 +434,7 @@ __host__ __device__ constexpr int mmd_smem_bytes() {
     return MD_STAGES * mmd_stage_bytes() + 2 * 2 * (BM / 2) * BN + 2 * BM * 4 + (2 * MD_STAGES + 2) * 8;
 }
 #ifdef MMP_WGMMA
-template <int R, int w>
+template <int R, int w, int W>
 __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, const int8_t *As, int *ts, uint64_t *full, uint64_t *empty,
                                             uint64_t *aempty, int mine, int KT, int tid) {
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
@@ -470,12 +470,12 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
             __syncwarp();
         }
         const int8_t *Ab = As + (it & 1) * 2 * (BM / 2) * BN;
-        wg_frag_direct<MODE_RESID, R, 0>(a, d0, Ab, tsp, m0, n0, warp, gid, tig, ot[0], aempty + (it & 1), a.Y);
-        wg_frag_direct<MODE_RESID, R, 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, n0 + BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
+        wg_frag_direct<MODE_RESID, R, W ? 4 : 0>(a, d0, Ab, tsp, m0, n0, warp, gid, tig, ot[0], aempty + (it & 1), a.Y);
+        wg_frag_direct<MODE_RESID, R, W ? 4 : 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, n0 + BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
     }
 }
 #endif
-template <int R>
+template <int R, int W = 0> /* W: rank 1 with K > 2048, t A in 64 bits (epi_pair_w) */
 __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
 #ifdef MMP_WGMMA
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -529,8 +529,8 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-    if (warp < 4) mmd_consume<R, 0>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
-    else mmd_consume<R, 1>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
+    if (warp < 4) mmd_consume<R, 0, W>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
+    else mmd_consume<R, 1, W>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
 #else
     (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
 #endif

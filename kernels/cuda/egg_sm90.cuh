@@ -24,6 +24,13 @@ __device__ __forceinline__ unsigned short epi_pair(int v0, int v1, unsigned shor
     }
     return (unsigned short)pack2_clip8(v0 >> s, v1 >> s);
 }
+/* epi_pair<1> where t A may pass 2^31 (K > 2048: |t| <= 127 * 90 K, |A| <= 90): the product in 64 bits, shifted as
+ * egg_mm_out does; (t A) >> ps (ps >= 4) and its sum with v fit int32 for every K the model has (<= 4096) */
+__device__ __forceinline__ unsigned short epi_pair_w(int v0, int v1, unsigned short Aw, int t, int s, int ps) {
+    v0 += (int)(((long long)t * (int)(signed char)(Aw & 0xff)) >> ps);
+    v1 += (int)(((long long)t * (int)(signed char)(Aw >> 8)) >> ps);
+    return (unsigned short)pack2_clip8(v0 >> s, v1 >> s);
+}
 /* clip8(y + o) on four int8 lanes: saturate to -128..127, then raise -128 to -127 */
 __device__ __forceinline__ unsigned add_clip4(unsigned y, unsigned o) { return __vmaxs4(__vaddss4(y, o), 0x81818181u); }
 
@@ -57,10 +64,15 @@ __device__ __forceinline__ unsigned short epi_pair8(int v0, int v1, unsigned Aw,
 }
 /* four adjacent outputs of the rank-1 epilogue (v0 v1 u0 u1; Aw: their four A bytes) as two words of int16 lanes
  * (l: v0 v1, h: u0 u1); EP: 3 epi_lanes8<true> of accumulators copied out as 256 v (mmx_kernel: the copy's shift
- * is the epilogue's), 2, 1 epi_lanes8<true>, <false>, 0 epi_pair<R> */
+ * is the epilogue's), 2, 1 epi_lanes8<true>, <false>, 0 epi_pair<R>, 4 epi_pair_w (rank 1, K > 2048: mmd_kernel) */
 template <int R, int EP>
 __device__ __forceinline__ void epi_quad(int v0, int v1, int u0, int u1, unsigned Aw, int t, int s, int ps, unsigned &l, unsigned &h) {
-    if (EP) {
+    if (EP == 4) { /* rank 1 with t A in 64 bits (K > 2048) */
+        const unsigned y = (unsigned)epi_pair_w(v0, v1, (unsigned short)Aw, t, s, ps) |
+                           (unsigned)epi_pair_w(u0, u1, (unsigned short)(Aw >> 16), t, s, ps) << 16;
+        l = lo2(y);
+        h = hi2(y);
+    } else if (EP) {
         l = epi_lanes8<EP >= 2, EP == 3>(v0, v1, sx8<0>(Aw), sx8<1>(Aw), t, ps);
         h = epi_lanes8<EP >= 2, EP == 3>(u0, u1, sx8<2>(Aw), sx8<3>(Aw), t, ps);
     } else {
