@@ -107,7 +107,7 @@ $(FLAGSTAMP): | $(BUILD)
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGSTAMP) | $(BUILD)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/cuda_lanes: tests/cuda_lanes.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh src/egg_math.h src/egg_tables.h $(FLAGSTAMP) | $(BUILD)
+$(BUILD)/cuda_lanes: tests/cuda_lanes.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh kernels/cuda/egg_epi.cuh src/egg_math.h src/egg_tables.h $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -diag-suppress 20091 -Isrc -Ikernels $< -o $@
 $(BUILD)/wgmma_rate: tools/wgmma_rate.cu kernels/cuda/egg_wgmma.cuh $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Ikernels $< -o $@

@@ -3,13 +3,17 @@
  * reference (egg_clip8, egg_gru_gate, egg_gru_mix of src/egg_math.h), exhaustively: every int8 input of every lane;
  * the residual's clipped add on int16 lanes (add_clip4_lanes) against egg_clip8; EGG-LN's word helpers
  * (kernels/cuda/egg_ln.cuh): ln_word against egg_ln_apply for every divisor 1..127 and every pair of int8 in every
- * byte, abs_sum4w against the sum of the bytes' absolute values for every 32-bit word.
+ * byte, abs_sum4w against the sum of the bytes' absolute values for every 32-bit word; the GEMMs' rank-1 epilogue
+ * (kernels/cuda/egg_epi.cuh) against egg_mm_out: epi_pair_w (t A in 64 bits) for every A in -127..127 with t and the
+ * accumulator spread over, and at the ends of, K = 4096's ranges, epi_pair<1> (t A in 32 bits) over K = 2048's
+ * (|x| <= 127, |noise| <= 90), output shifts 7..10, perturbation shifts 4..18.
  * Exit 0: all equal; 1: mismatches (the first printed); 77: no sm_90 GPU to run on. */
 #include <cstdio>
 #include <cstdint>
 #include "egg_math.h"
 #include "cuda/egg_lanes.cuh"
 #include "cuda/egg_ln.cuh"
+#include "cuda/egg_epi.cuh"
 
 struct Bad { unsigned long long n; int what, a, b, c, d; };
 
@@ -83,6 +87,23 @@ __global__ void check_abs(Bad *bad) {
         if (abs_sum4w(v) != s) report(bad, 5, (int)v, s, abs_sum4w(v), 0);
     }
 }
+/* block (A + 127, shifts), thread i: t and acc at point i of 4096 across [-T, T] and [-V, V] (both ends included;
+ * acc spread by a multiplicative hash), T = 127 * 90 * K and V = 127 * 127 * K, with K = 4096 for epi_pair_w and,
+ * where |A| <= 90, K = 2048 for epi_pair<1>; both outputs of a pair (the second with -A and -acc) */
+__global__ void check_epi(Bad *bad) {
+    const int A = (int)blockIdx.x - 127, s = 7 + (int)blockIdx.y % 4, ps = 4 + (int)blockIdx.y / 4;
+    const unsigned short Aw = (unsigned short)((A & 0xff) | (((-A) & 0xff) << 8));
+    for (int i = (int)threadIdx.x; i < 4096; i += (int)blockDim.x)
+        for (int k = 0; k < 2; k++) {
+            const long long K = k ? 2048 : 4096, T = 127 * 90 * K, V = 127 * 127 * K;
+            if (k && (A < -90 || A > 90)) continue;
+            const int t = (int)(-T + 2 * T * i / 4095), acc = (int)((long long)((unsigned)i * 2654435761u % (unsigned)(2 * V + 1)) - V);
+            const unsigned short y = k ? epi_pair<1>(acc, -acc, Aw, t, s, ps) : epi_pair_w(acc, -acc, Aw, t, s, ps);
+            if ((int)(signed char)(y & 0xff) != egg_mm_out(acc, (int64_t)t * A, ps, s) ||
+                (int)(signed char)(y >> 8) != egg_mm_out(-acc, (int64_t)t * -A, ps, s))
+                report(bad, 6 + k, A, t, acc, 100 * s + ps);
+        }
+}
 
 int main() {
     int dev = 0, n = 0;
@@ -97,17 +118,20 @@ int main() {
     check<<<dim3(255, 255), 256>>>(d);
     check_ln<<<dim3(127, 256), 256>>>(d);
     check_abs<<<4 * prop.multiProcessorCount, 1024>>>(d);
+    check_epi<<<dim3(255, 4 * 15), 256>>>(d);
     const cudaError_t e = cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         printf("cuda_lanes: %s\n", cudaGetErrorString(e));
         return 1;
     }
-    static const char *what[6] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w"};
+    static const char *what[8] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w",
+                                  "epi_pair_w (A, t, acc, 100 s + ps)", "epi_pair<1> (A, t, acc, 100 s + ps)"};
     if (h.n) {
         printf("cuda_lanes: %llu mismatches; first %s at inputs %d %d %d %d\n", h.n, what[h.what], h.a, h.b, h.c, h.d);
         return 1;
     }
     printf("cuda_lanes: rec_gate4, rec_mix4, add_clip4_lanes and ln_word equal the CPU reference on every int8 input of every lane "
-           "(ln_word: every divisor 1..127), abs_sum4w on every word\n");
+           "(ln_word: every divisor 1..127), abs_sum4w on every word, epi_pair_w and epi_pair<1> equal egg_mm_out over K = 4096's "
+           "and K = 2048's ranges\n");
     return 0;
 }

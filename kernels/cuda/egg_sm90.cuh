@@ -7,30 +7,7 @@
 #define EGG_SM90_CUH
 
 #define OLD (BN + 16) /* staging-tile row: 144 bytes, conflict-free char2 writes */
-/* bytes {clip8(u0), clip8(u1), 0, 0}: the lower bound by max, the upper by the
- * saturating pack (cvt.pack.sat; a byte-wise max after it costs 5 instructions on sm_90) */
-__device__ __forceinline__ unsigned pack2_clip8(int u0, int u1) {
-    unsigned d;
-    asm("cvt.pack.sat.s8.s32.b32 %0, %1, %2, 0;" : "=r"(d) : "r"(max(u1, -127)), "r"(max(u0, -127)));
-    return d;
-}
-/* two adjacent outputs of a rank-1 epilogue (R = 0: unperturbed): clip8((v + ((t A) >> ps)) >> s), packed as
- * two bytes; Aw holds their two A bytes */
-template <int R>
-__device__ __forceinline__ unsigned short epi_pair(int v0, int v1, unsigned short Aw, int t, int s, int ps) {
-    if (R > 0) {
-        v0 += (t * (int)(signed char)(Aw & 0xff)) >> ps;
-        v1 += (t * (int)(signed char)(Aw >> 8)) >> ps;
-    }
-    return (unsigned short)pack2_clip8(v0 >> s, v1 >> s);
-}
-/* epi_pair<1> where t A may pass 2^31 (K > 2048: |t| <= 127 * 90 K, |A| <= 90): the product in 64 bits, shifted as
- * egg_mm_out does; (t A) >> ps (ps >= 4) and its sum with v fit int32 for every K the model has (<= 4096) */
-__device__ __forceinline__ unsigned short epi_pair_w(int v0, int v1, unsigned short Aw, int t, int s, int ps) {
-    v0 += (int)(((long long)t * (int)(signed char)(Aw & 0xff)) >> ps);
-    v1 += (int)(((long long)t * (int)(signed char)(Aw >> 8)) >> ps);
-    return (unsigned short)pack2_clip8(v0 >> s, v1 >> s);
-}
+#include "cuda/egg_epi.cuh" /* pack2_clip8, epi_pair, epi_pair_w */
 /* clip8(y + o) on four int8 lanes: saturate to -128..127, then raise -128 to -127 */
 __device__ __forceinline__ unsigned add_clip4(unsigned y, unsigned o) { return __vmaxs4(__vaddss4(y, o), 0x81818181u); }
 
