@@ -20,7 +20,7 @@
  *   egg_mm.cuh      GEMM arguments, epilogue, mm_kernel (every GPU, HIP too)
  *   egg_ln_div.cuh  EGG-LN's division as a multiply-shift (+ egg_ln.cuh)
  *   egg_sm90.cuh    sm_90a building blocks: mbarriers, TMA, packed epilogues
- *                   (+ egg_wgmma.cuh, egg_lanes.cuh)
+ *                   (+ egg_epi.cuh, egg_wgmma.cuh, egg_lanes.cuh)
  *   egg_mmp.cuh     mmp_kernel: the persistent GEMM
  *   egg_mmw.cuh     mmw / mmx / mmd_kernel: warp-specialised TMA GEMMs, the
  *                   update's vote GEMM
