@@ -1253,6 +1253,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 CK(cudaFuncSetAttribute(mmd_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
                 CK(cudaFuncSetAttribute(mmd_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
                 CK(cudaFuncSetAttribute(mmd_kernel<1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
+                CK(cudaFuncSetAttribute(mmd_kernel<1, 0, MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
+                CK(cudaFuncSetAttribute(mmd_kernel<0, 0, MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
             }
             const char *ef = getenv("EGG_CUDA_FMLP");
             c->fmlp = !(ef && atoi(ef) == 0) && (size_t)mlp_smem_bytes(256) <= prop.sharedMemPerBlockOptin;

@@ -89,6 +89,11 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) 
                     else MMX_GO(2, 0);
 #undef MMX_GO
                     *both = dual;
+                } else if (mode == MODE_PLAIN && a.K > 512 && a.N % (2 * BN) == 0 && c->mmd > 1) {
+                    /* K > 512 (hidden 768, 1024): 128 x 256 tiles, a row block's X and B rows once per 256 columns */
+                    const int smd = mmd_smem_bytes(), td = a.mtn * (a.ntn >> 1), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
+                    if (a.r) mmd_kernel<1, 0, MODE_PLAIN><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                    else mmd_kernel<0, 0, MODE_PLAIN><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                 } else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
                     mmw_kernel<MODE_PLAIN, 1, 2, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift > 8)

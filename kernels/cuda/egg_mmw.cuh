@@ -421,7 +421,8 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
 #endif
 }
 
-/* The RESID GEMM with N a multiple of 256 (down: K = 4H) with W's permuted copy: a CTA's tile is 128 rows x 256
+/* The RESID GEMM with N a multiple of 256 (down: K = 4H), and the PLAIN ones with K > 512 (Wf, Wh, up, head at hidden
+ * 768 and 1024, where mmx_kernel's resident row block does not fit), with W's permuted copy: a CTA's tile is 128 rows x 256
  * columns (at N = 256 a whole row block; at N = 512, 1024 a row block's tiles are adjacent, so the second reads its X
  * and B rows from L2), so the row block's X and B rows (K = 1024: 192 KB) load once per 256 columns, not per 128. mmw
  * kernel's down runs at L2's bandwidth (328 KB a 128 x 128 tile); here a row block takes 464 KB instead of 656.
@@ -434,7 +435,7 @@ __host__ __device__ constexpr int mmd_smem_bytes() {
     return MD_STAGES * mmd_stage_bytes() + 2 * 2 * (BM / 2) * BN + 2 * BM * 4 + (2 * MD_STAGES + 2) * 8;
 }
 #ifdef MMP_WGMMA
-template <int R, int w, int W>
+template <int R, int w, int W, int MODE>
 __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, const int8_t *As, int *ts, uint64_t *full, uint64_t *empty,
                                             uint64_t *aempty, int mine, int KT, int tid) {
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
@@ -446,9 +447,10 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
     const int P = a.ntn >> 1; /* tiles of 256 columns a row block */
     for (int it = 0; it < mine; it++) {
         const int g = (int)blockIdx.x + it * (int)gridDim.x, m0 = (g / P) * BM, n0 = (g - (g / P) * P) * 2 * BN;
-        int4 ot[2][4]; /* the residual of both halves, loading under the tile's MMAs (wg_frag_direct's store order) */
+        int4 ot[2][4] = {}; /* RESID: the residual of both halves, loading under the tile's MMAs (wg_frag_direct's store order) */
+        if (MODE == MODE_RESID)
 #pragma unroll
-        for (int h = 0; h < 2; h++) frag_direct_resid(a, m0, n0 + h * BN, warp, gid, tig, ot[h]);
+            for (int h = 0; h < 2; h++) frag_direct_resid(a, m0, n0 + h * BN, warp, gid, tig, ot[h]);
         for (int kt = 0; kt < KT; kt++) {
             mbar_wait(full + st, ph);
             const unsigned so = st * (mmd_stage_bytes() >> 4);
@@ -470,12 +472,12 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
             __syncwarp();
         }
         const int8_t *Ab = As + (it & 1) * 2 * (BM / 2) * BN;
-        wg_frag_direct<MODE_RESID, R, W ? 4 : 0>(a, d0, Ab, tsp, m0, n0, warp, gid, tig, ot[0], aempty + (it & 1), a.Y);
-        wg_frag_direct<MODE_RESID, R, W ? 4 : 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, n0 + BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
+        wg_frag_direct<MODE, R, W ? 4 : 0>(a, d0, Ab, tsp, m0, n0, warp, gid, tig, ot[0], aempty + (it & 1), a.Y);
+        wg_frag_direct<MODE, R, W ? 4 : 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, n0 + BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
     }
 }
 #endif
-template <int R, int W = 0> /* W: rank 1 with K > 2048, t A in 64 bits (epi_pair_w) */
+template <int R, int W = 0, int MODE = MODE_RESID> /* W: rank 1 with K > 2048, t A in 64 bits (epi_pair_w); MODE: RESID or PLAIN */
 __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
 #ifdef MMP_WGMMA
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -529,8 +531,8 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-    if (warp < 4) mmd_consume<R, 0, W>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
-    else mmd_consume<R, 1, W>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
+    if (warp < 4) mmd_consume<R, 0, W, MODE>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
+    else mmd_consume<R, 1, W, MODE>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
 #else
     (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
 #endif
