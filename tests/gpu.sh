@@ -76,7 +76,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # with K = 512 (Wf, Wh, up, head at hidden 512) take whole row blocks too, one X buffer a CTA (EGG_CUDA_MMX512=0:
 # mmw_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer. Down (RESID) with N a multiple of 256
 # takes 128 x 256 tiles (mmd_kernel; EGG_CUDA_WIDE=1: only at N = 256, mmw_kernel's 128 x 128 tiles elsewhere),
-# at K > 2048 (hidden 768, 1024) with the rank-1 products t A in 64 bits (EGG_CUDA_WIDE=1: mm_kernel there).
+# at K > 2048 (hidden 768, 1024) with the rank-1 products t A in 64 bits (EGG_CUDA_WIDE=1: mm_kernel there); the
+# PLAIN GEMMs with K > 512 (hidden 768, 1024) take those tiles too (EGG_CUDA_WIDE=1: mmw_kernel).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
