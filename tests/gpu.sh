@@ -141,6 +141,10 @@ configs=(
   "h1024-r1-down-256-column-tiles-64-bit-products|--hidden 1024 --layers 1 --rank 1 --pop 256 --seq 4"
   "h1024-r1-sigma0-down-64-bit-products-3ctas|--hidden 1024 --layers 1 --rank 1 --pop 256 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"
   "h768-r1-down-64-bit-products-chunked|--hidden 768 --layers 2 --rank 1 --pop 384 --seq 5 --data $T/t.bin|EGG_CUDA_TCHUNK=2"
+  "h1024-r1-recurrence-gate-mix-epilogues|--hidden 1024 --layers 1 --rank 1 --pop 256 --seq 5|EGG_CUDA_RSPLIT=0"
+  "h160-r2-recurrence-split-every-shape|--hidden 160 --layers 2 --rank 2 --pop 130 --seq 6|EGG_CUDA_RSPLIT=2"
+  "h256-r1-recurrence-split-no-chunk-kernel|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 7 --data $T/t.bin|EGG_CUDA_RCHUNK=0 EGG_CUDA_RSPLIT=2"
+  "h768-r1-recurrence-split-vectors-in-kernels|--hidden 768 --layers 1 --rank 1 --pop 130 --seq 5|EGG_CUDA_LNPERT=0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

@@ -173,6 +173,9 @@ struct CudaImpl {
     int rreg;                 /* the chunk recurrence in rreg_kernel (EGG_CUDA_RREG=0: rchunk_kernel) */
     int rreg_ctas[2];         /* its CTAs per launch at H = 128, 256 */
     int l2pf;                 /* rreg_kernel prefetches the next timestep's inputs into L2 (EGG_CUDA_L2PF=0: not) */
+    int rsplit;               /* sm_90a, the recurrence per timestep (H not 128 / 256): its two GEMMs as PLAIN GEMMs and the
+                               * bias, gate, mix and residual as rec_gate_kernel / rec_mix_kernel; 1 (default) at H >= 768,
+                               * 2 at every H (tests), 0 never (EGG_CUDA_RSPLIT): MODE_BIAS_GATE / MODE_BIAS_MIX GEMMs */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     uint64_t *ekeys;          /* [pairs]: the embedding noise's keys of the step */
@@ -1308,6 +1311,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                     c->rreg_ctas[1] = c->nsm;
                 }
             }
+            const char *es = getenv("EGG_CUDA_RSPLIT");
+            c->rsplit = have ? (es ? atoi(es) : 1) : 0;
         }
     }
 #endif

@@ -266,6 +266,20 @@ static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, cons
     return 0;
 }
 
+/* the recurrence of a layer and chunk: one kernel for the chunk (H = 128 / 256, rank <= 1), else per timestep, where
+ * on sm_90a its GEMMs can run as PLAIN GEMMs with the bias, gate and mix in passes of their own (EGG_CUDA_RSPLIT: by
+ * default at H >= 768, where they take mmd_kernel's tiles, rank <= 1; 2: every H and rank) */
+static bool rec_chunked(const CudaImpl *c, bool noisy) {
+#ifdef EGG_MMP
+    return c->rchunk && (c->H == 256 || c->H == 128) && (!noisy || c->r <= 1);
+#else
+    (void)c; (void)noisy;
+    return false;
+#endif
+}
+static bool rec_split(const CudaImpl *c, bool noisy) {
+    return !rec_chunked(c, noisy) && c->H % 16 == 0 && (c->rsplit >= 2 || (c->rsplit == 1 && c->H >= 768 && (!noisy || c->r <= 1)));
+}
 static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, egg_err *err) {
     const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
     const int wpb = 8;
@@ -283,7 +297,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     }
     if (nz && lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
                          * where a reader exists (the chunk recurrence at H = 256, rreg_kernel at 128) */
-        const int vmax = (H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1 ? 4 * L : 2 * L;
+        const int vmax = ((H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1) || rec_split(c, true) ? 4 * L : 2 * L;
         const int nt = n * (H / 4);
         lnpert_kernel<<<dim3((unsigned)((nt + 255) / 256), (unsigned)(vmax + 1)), 256, 0, c->st>>>(n, H, c->params, c->lnpo, nz, c->pstride,
                                                                                                    c->pshift, lnp);
@@ -331,7 +345,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             /* the recurrence: f = Uf.h + Wf.x + bf, g = gate(f, h); c = Uh.g + Wh.x + bh, h' = mix(f, c, h),
              * R = h' + x (state reset where the next token is 0); one kernel for the chunk, or two GEMMs per timestep */
 #ifdef EGG_MMP
-            const bool chunked = c->rchunk && (H == 256 || H == 128) && (!noisy || c->r <= 1);
+            const bool chunked = rec_chunked(c, noisy);
             if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
                 RecChunk rc2;
                 memset(&rc2, 0, sizeof rc2);
@@ -370,7 +384,24 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             const bool chunked = false;
 #endif
             const bool ln2_fused = chunked && (H == 128 || (H == 256 && nz && lnp && c->ln2_fuse));
-            for (int dt = 0; dt < tc && !chunked; dt++) {
+            /* per timestep: the GEMMs as PLAIN GEMMs (at H >= 768 mmd_kernel's 128 x 256 tiles) and the bias, gate and
+             * mix in 16-byte passes of their own, with the step's perturbed biases (EGG_CUDA_RSPLIT); else GEMMs whose
+             * epilogues do them (MODE_BIAS_GATE, MODE_BIAS_MIX) */
+            const bool split = rec_split(c, nz != NULL) && (!nz || lnp);
+            const int8_t *bpf = nz ? lnp + (size_t)(2 * L + 1 + 2 * l) * n * H : tp(c, id0 + EGG_L_BF);
+            const int8_t *bph = nz ? bpf + (size_t)n * H : tp(c, id0 + EGG_L_BH);
+            const int bstride = nz ? H : 0, eb = (int)((nh / 16 + 255) / 256);
+            for (int dt = 0; dt < tc && split; dt++) {
+                const size_t o = (size_t)dt * nh;
+                const uint8_t *rz = dt + 1 < tc ? x->rz + (size_t)(dt + 1) * n : x->rz0;
+                if ((rc = mm(c, x, n, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
+                rec_gate_kernel<<<eb, 256, 0, c->st>>>(n, H, x->F, x->TF + o, bpf, bstride, Hl, x->G);
+                CKL();
+                if ((rc = mm(c, x, n, id0 + EGG_L_UH, noisy, x->G, x->R + o, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
+                rec_mix_kernel<<<eb, 256, 0, c->st>>>(n, H, x->R + o, x->TH + o, bph, bstride, x->F, Hl, x->X + o, rz);
+                CKL();
+            }
+            for (int dt = 0; dt < tc && !chunked && !split; dt++) {
                 const size_t o = (size_t)dt * nh;
                 if ((rc = mm(c, x, n, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->TF + o, id0 + EGG_L_BF, Hl, x->G, NULL,
                              err)))

@@ -415,6 +415,60 @@ __global__ void loss_kernel(int n, int tc, int V, const int8_t *logits, const in
     if (lane == 0) scores[m] += sc;
 }
 
+/* The recurrence of one timestep where its two GEMMs run as PLAIN GEMMs (EGG_CUDA_RSPLIT; the GEMMs' output y is
+ * the int8 MM output clip((acc + pert) >> s), as in every mode): the rest of MODE_BIAS_GATE's and MODE_BIAS_MIX's
+ * epilogues, 16 bytes of a member's row a thread. The bias row of member m is bp + m * bstride (bstride H: the
+ * members' perturbed copies of the step; 0: the unperturbed vector).
+ * Phase 0, in place in F (y = Uf.h there): f = clip(y + Wf.x + bf) into F, g = gate(f, h) into G. */
+__global__ void rec_gate_kernel(int n, int H, int8_t *F, const int8_t *E, const int8_t *bp, int bstride, const int8_t *h, int8_t *G) {
+    const int H16 = H >> 4;
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (uint32_t)n * (uint32_t)H16) return;
+    const uint32_t m = i / (uint32_t)H16;
+    const int o = (int)(i - m * (uint32_t)H16) * 16;
+    const size_t yi = (size_t)m * H + o;
+    bytes16 y, e, b, hh, f, g;
+    y.v = *(const int4 *)(F + yi);
+    e.v = __ldg((const int4 *)(E + yi));
+    b.v = __ldg((const int4 *)(bp + (size_t)m * bstride + o));
+    hh.v = __ldg((const int4 *)(h + yi));
+#pragma unroll
+    for (int k = 0; k < 16; k++) {
+        const int fv = egg_clip8(y.b[k] + e.b[k] + b.b[k]);
+        f.b[k] = (signed char)fv;
+        g.b[k] = (signed char)egg_gru_gate(fv, hh.b[k]);
+    }
+    *(int4 *)(F + yi) = f.v;
+    *(int4 *)(G + yi) = g.v;
+}
+/* Phase 1, in place in Y (y = Uh.g there, the timestep's rows of R): c = clip(y + Wh.x + bh), h' = mix(f, c, h),
+ * the state hs = h' (0 where rz: the next token is 0), Y = clip(h' + x) */
+__global__ void rec_mix_kernel(int n, int H, int8_t *Y, const int8_t *E, const int8_t *bp, int bstride, const int8_t *F, int8_t *hs,
+                               const int8_t *xres, const uint8_t *rz) {
+    const int H16 = H >> 4;
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (uint32_t)n * (uint32_t)H16) return;
+    const uint32_t m = i / (uint32_t)H16;
+    const int o = (int)(i - m * (uint32_t)H16) * 16;
+    const size_t yi = (size_t)m * H + o;
+    bytes16 y, e, b, ff, hh, xr, out, st;
+    y.v = *(const int4 *)(Y + yi);
+    e.v = __ldg((const int4 *)(E + yi));
+    b.v = __ldg((const int4 *)(bp + (size_t)m * bstride + o));
+    ff.v = __ldg((const int4 *)(F + yi));
+    hh.v = *(const int4 *)(hs + yi);
+    xr.v = __ldg((const int4 *)(xres + yi));
+    const bool reset = rz[m];
+#pragma unroll
+    for (int k = 0; k < 16; k++) {
+        const int hp = egg_gru_mix(ff.b[k], egg_clip8(y.b[k] + e.b[k] + b.b[k]), hh.b[k]);
+        st.b[k] = reset ? 0 : (signed char)hp;
+        out.b[k] = (signed char)egg_clip8(hp + xr.b[k]);
+    }
+    *(int4 *)(hs + yi) = st.v;
+    *(int4 *)(Y + yi) = out.v;
+}
+
 /* the state rows [L][n][H] of the members whose group starts its window afresh, zeroed 16 bytes a thread (layer
  * blockIdx.y; a byte a thread with 64-bit index math had taken 0.2 ms a step at EGG-256x6) */
 __global__ void reset_kernel(int n, int H16, const uint8_t *reset, int group, int gbase, int m0, int8_t *Hs) {
