@@ -26,7 +26,8 @@
  *                   update's vote GEMM
  *   egg_mlp.cuh     mlp_kernel: a layer's MLP in one launch
  *   egg_recur.cuh   rchunk / rreg_kernel: a chunk's recurrence in one launch
- *   egg_rows.cuh    LN, embedding, loss, state reset
+ *   egg_rows.cuh    LN, embedding, loss, state reset, the per-timestep
+ *                   recurrence's gate and mix passes
  *   egg_noise.cuh   the step's noise blobs from the counter hash
  *   egg_update.cuh  the update's operands, vector votes and weight steps
  *   egg_forward.cuh (host) which kernel runs each MM; forward() of a chunk */

@@ -1,7 +1,8 @@
 /* egg_rows.cuh — the row kernels: the members' perturbed LN weights (lnpert_kernel),
  * EGG-LN (ln_kernel, ln_vec_kernel, ln16_kernel), the embedding with its perturbation
  * (embed_kernel, embed_vec_kernel, which can apply the first EGG-LN), the integer
- * loss (loss_kernel, loss_vec_kernel) and the state reset.
+ * loss (loss_kernel, loss_vec_kernel), the state reset, and the per-timestep recurrence's gate and mix passes
+ * (rec_gate_kernel, rec_mix_kernel) where its GEMMs run as PLAIN GEMMs.
  * Part of the CUDA backend: included once by kernels/cuda/egg_cuda.cu (one translation unit). */
 #ifndef EGG_ROWS_CUH
 #define EGG_ROWS_CUH
