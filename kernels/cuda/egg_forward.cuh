@@ -388,8 +388,8 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
              * mix in 16-byte passes of their own, with the step's perturbed biases (EGG_CUDA_RSPLIT); else GEMMs whose
              * epilogues do them (MODE_BIAS_GATE, MODE_BIAS_MIX) */
             const bool split = rec_split(c, nz != NULL) && (!nz || lnp);
-            const int8_t *bpf = nz ? lnp + (size_t)(2 * L + 1 + 2 * l) * n * H : tp(c, id0 + EGG_L_BF);
-            const int8_t *bph = nz ? bpf + (size_t)n * H : tp(c, id0 + EGG_L_BH);
+            const int8_t *bpf = !split ? NULL : nz ? lnp + (size_t)(2 * L + 1 + 2 * l) * n * H : tp(c, id0 + EGG_L_BF);
+            const int8_t *bph = !split ? NULL : nz ? bpf + (size_t)n * H : tp(c, id0 + EGG_L_BH);
             const int bstride = nz ? H : 0, eb = (int)((nh / 16 + 255) / 256);
             for (int dt = 0; dt < tc && split; dt++) {
                 const size_t o = (size_t)dt * nh;

@@ -416,26 +416,41 @@ __global__ void loss_kernel(int n, int tc, int V, const int8_t *logits, const in
     if (lane == 0) scores[m] += sc;
 }
 
+/* this thread's 16 bytes of the [n][H] rows: member m, offset yi; false past the end */
+__device__ __forceinline__ bool rec_chunk16(int n, int H, uint32_t &m, size_t &yi, int &o) {
+    const uint32_t H16 = (uint32_t)H >> 4, i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (uint32_t)n * H16) return false;
+    m = i / H16;
+    o = (int)(i - m * H16) * 16;
+    yi = (size_t)m * H + o;
+    return true;
+}
+/* clip(y + e + b) of those 16 bytes: the GEMM's output y (at Y + yi), Wf.x or Wh.x e, the member's bias b */
+__device__ __forceinline__ void rec_sum16(const int8_t *Y, const int8_t *E, const int8_t *bp, int bstride, uint32_t m, size_t yi, int o,
+                                          int (&c)[16]) {
+    bytes16 y, e, b;
+    y.v = *(const int4 *)(Y + yi);
+    e.v = __ldg((const int4 *)(E + yi));
+    b.v = __ldg((const int4 *)(bp + (size_t)m * bstride + o));
+#pragma unroll
+    for (int k = 0; k < 16; k++) c[k] = egg_clip8(y.b[k] + e.b[k] + b.b[k]);
+}
 /* The recurrence of one timestep where its two GEMMs run as PLAIN GEMMs (EGG_CUDA_RSPLIT; the GEMMs' output y is
  * the int8 MM output clip((acc + pert) >> s), as in every mode): the rest of MODE_BIAS_GATE's and MODE_BIAS_MIX's
  * epilogues, 16 bytes of a member's row a thread. The bias row of member m is bp + m * bstride (bstride H: the
  * members' perturbed copies of the step; 0: the unperturbed vector).
  * Phase 0, in place in F (y = Uf.h there): f = clip(y + Wf.x + bf) into F, g = gate(f, h) into G. */
 __global__ void rec_gate_kernel(int n, int H, int8_t *F, const int8_t *E, const int8_t *bp, int bstride, const int8_t *h, int8_t *G) {
-    const int H16 = H >> 4;
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (uint32_t)n * (uint32_t)H16) return;
-    const uint32_t m = i / (uint32_t)H16;
-    const int o = (int)(i - m * (uint32_t)H16) * 16;
-    const size_t yi = (size_t)m * H + o;
-    bytes16 y, e, b, hh, f, g;
-    y.v = *(const int4 *)(F + yi);
-    e.v = __ldg((const int4 *)(E + yi));
-    b.v = __ldg((const int4 *)(bp + (size_t)m * bstride + o));
+    uint32_t m;
+    size_t yi;
+    int o, fc[16];
+    if (!rec_chunk16(n, H, m, yi, o)) return;
+    rec_sum16(F, E, bp, bstride, m, yi, o, fc);
+    bytes16 hh, f, g;
     hh.v = __ldg((const int4 *)(h + yi));
 #pragma unroll
     for (int k = 0; k < 16; k++) {
-        const int fv = egg_clip8(y.b[k] + e.b[k] + b.b[k]);
+        const int fv = fc[k];
         f.b[k] = (signed char)fv;
         g.b[k] = (signed char)egg_gru_gate(fv, hh.b[k]);
     }
@@ -446,23 +461,19 @@ __global__ void rec_gate_kernel(int n, int H, int8_t *F, const int8_t *E, const 
  * the state hs = h' (0 where rz: the next token is 0), Y = clip(h' + x) */
 __global__ void rec_mix_kernel(int n, int H, int8_t *Y, const int8_t *E, const int8_t *bp, int bstride, const int8_t *F, int8_t *hs,
                                const int8_t *xres, const uint8_t *rz) {
-    const int H16 = H >> 4;
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (uint32_t)n * (uint32_t)H16) return;
-    const uint32_t m = i / (uint32_t)H16;
-    const int o = (int)(i - m * (uint32_t)H16) * 16;
-    const size_t yi = (size_t)m * H + o;
-    bytes16 y, e, b, ff, hh, xr, out, st;
-    y.v = *(const int4 *)(Y + yi);
-    e.v = __ldg((const int4 *)(E + yi));
-    b.v = __ldg((const int4 *)(bp + (size_t)m * bstride + o));
+    uint32_t m;
+    size_t yi;
+    int o, cc[16];
+    if (!rec_chunk16(n, H, m, yi, o)) return;
+    rec_sum16(Y, E, bp, bstride, m, yi, o, cc);
+    bytes16 ff, hh, xr, out, st;
     ff.v = __ldg((const int4 *)(F + yi));
     hh.v = *(const int4 *)(hs + yi);
     xr.v = __ldg((const int4 *)(xres + yi));
     const bool reset = rz[m];
 #pragma unroll
     for (int k = 0; k < 16; k++) {
-        const int hp = egg_gru_mix(ff.b[k], egg_clip8(y.b[k] + e.b[k] + b.b[k]), hh.b[k]);
+        const int hp = egg_gru_mix(ff.b[k], cc[k], hh.b[k]);
         st.b[k] = reset ? 0 : (signed char)hp;
         out.b[k] = (signed char)egg_clip8(hp + xr.b[k]);
     }
