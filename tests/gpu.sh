@@ -144,6 +144,12 @@ configs=(
   "h1024-r1-recurrence-gate-mix-epilogues|--hidden 1024 --layers 1 --rank 1 --pop 256 --seq 5|EGG_CUDA_RSPLIT=0"
   "h160-r2-recurrence-split-every-shape|--hidden 160 --layers 2 --rank 2 --pop 130 --seq 6|EGG_CUDA_RSPLIT=2"
   "h256-r1-recurrence-split-no-chunk-kernel|--hidden 256 --layers 2 --rank 1 --pop 194 --seq 7 --data $T/t.bin|EGG_CUDA_RCHUNK=0 EGG_CUDA_RSPLIT=2"
+  "h512-r1-recurrence-cluster-2-clusters|--hidden 512 --layers 2 --rank 1 --pop 514 --seq 7 --data $T/t.bin|EGG_CUDA_RCLUS=2 EGG_CUDA_TCHUNK=3"
+  "h384-r1-recurrence-cluster-3-clusters|--hidden 384 --layers 2 --rank 1 --pop 642 --seq 6 --data $T/t.bin|EGG_CUDA_RCLUS=3"
+  "h512-r1-sigma0-recurrence-cluster|--hidden 512 --layers 1 --rank 1 --pop 130 --seq 5 --sigma-shift 0"
+  "h384-r1-sigma6-recurrence-cluster|--hidden 384 --layers 1 --rank 1 --pop 256 --seq 5 --sigma-shift 6"
+  "h512-r1-vectors-in-kernels-recurrence-per-timestep|--hidden 512 --layers 1 --rank 1 --pop 130 --seq 5|EGG_CUDA_LNPERT=0"
+  "h512-r1-recurrence-per-timestep|--hidden 512 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_RCLUS=0"
   "h768-r1-recurrence-split-vectors-in-kernels|--hidden 768 --layers 1 --rank 1 --pop 130 --seq 5|EGG_CUDA_LNPERT=0"
 )
 for gb in $gpus; do

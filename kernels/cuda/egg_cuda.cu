@@ -174,6 +174,9 @@ struct CudaImpl {
     int rreg;                 /* the chunk recurrence in rreg_kernel (EGG_CUDA_RREG=0: rchunk_kernel) */
     int rreg_ctas[2];         /* its CTAs per launch at H = 128, 256 */
     int l2pf;                 /* rreg_kernel prefetches the next timestep's inputs into L2 (EGG_CUDA_L2PF=0: not) */
+    int rclus;                /* H = 384 / 512 on sm_90a: a chunk's recurrence in rclus_kernel, Uf and Uh split over a cluster's
+                               * CTAs (EGG_CUDA_RCLUS=0: per timestep; =n >= 2: n clusters, each walking many row blocks) */
+    int rclus_ncl[2];         /* its clusters per launch at H = 384, 512 (those that fit the GPU at once) */
     int rsplit;               /* sm_90a, the recurrence per timestep (H not 128 / 256): its two GEMMs as PLAIN GEMMs and the
                                * bias, gate, mix and residual as rec_gate_kernel / rec_mix_kernel; 1 (default) at H >= 768,
                                * 2 at every H (tests), 0 never (EGG_CUDA_RSPLIT): MODE_BIAS_GATE / MODE_BIAS_MIX GEMMs */
@@ -1311,6 +1314,30 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                     c->rreg_ctas[0] = (r1 > 0 ? r1 : 1) * c->nsm;
                     c->rreg_ctas[1] = c->nsm;
                 }
+            }
+            /* the chunk recurrence over a cluster (H = 384, 512): clusters of H / 128 CTAs */
+            const char *eq = getenv("EGG_CUDA_RCLUS");
+            c->rclus = have && !(eq && atoi(eq) == 0) && (size_t)rclus_smem_bytes<512>() <= prop.sharedMemPerBlockOptin ? (eq ? atoi(eq) : 1) : 0;
+            if (c->rclus) {
+#define RCLUS_ATTR(HH, R) CK(cudaFuncSetAttribute(rclus_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<HH>()));
+                RCLUS_ATTR(512, 0) RCLUS_ATTR(512, 1) RCLUS_ATTR(384, 0) RCLUS_ATTR(384, 1)
+#undef RCLUS_ATTR
+                for (int i = 0; i < 2; i++) {
+                    const int cn = i ? rclus_ctas<512>() : rclus_ctas<384>();
+                    cudaLaunchConfig_t lc;
+                    memset(&lc, 0, sizeof lc);
+                    cudaLaunchAttribute at;
+                    at.id = cudaLaunchAttributeClusterDimension;
+                    at.val.clusterDim.x = (unsigned)cn; at.val.clusterDim.y = 1; at.val.clusterDim.z = 1;
+                    lc.gridDim = dim3((unsigned)(cn * (c->nsm / cn))); lc.blockDim = dim3(RCL_THREADS);
+                    lc.dynamicSmemBytes = (size_t)(i ? rclus_smem_bytes<512>() : rclus_smem_bytes<384>());
+                    lc.attrs = &at; lc.numAttrs = 1;
+                    int ncl = 0;
+                    if (cudaOccupancyMaxActiveClusters(&ncl, i ? (const void *)rclus_kernel<512, 1> : (const void *)rclus_kernel<384, 1>, &lc) != cudaSuccess)
+                        cudaGetLastError(), ncl = 0;
+                    c->rclus_ncl[i] = ncl;
+                }
+                if (c->rclus_ncl[0] < 1 || c->rclus_ncl[1] < 1) c->rclus = 0; /* no cluster fits: per timestep */
             }
             const char *es = getenv("EGG_CUDA_RSPLIT");
             c->rsplit = have ? (es ? atoi(es) : 1) : 0;

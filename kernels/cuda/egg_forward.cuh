@@ -277,8 +277,17 @@ static bool rec_chunked(const CudaImpl *c, bool noisy) {
     return false;
 #endif
 }
+/* the chunk recurrence over a cluster (rclus_kernel): H = 384 and 512, rank <= 1 */
+static bool rec_clustered(const CudaImpl *c, bool noisy) {
+#ifdef EGG_MMP
+    return c->rclus && (c->H == 512 || c->H == 384) && (!noisy || c->r <= 1);
+#else
+    (void)c; (void)noisy;
+    return false;
+#endif
+}
 static bool rec_split(const CudaImpl *c, bool noisy) {
-    return !rec_chunked(c, noisy) && c->H % 16 == 0 && (c->rsplit >= 2 || (c->rsplit == 1 && c->H >= 768 && (!noisy || c->r <= 1)));
+    return !rec_chunked(c, noisy) && !rec_clustered(c, noisy) && c->H % 16 == 0 && (c->rsplit >= 2 || (c->rsplit == 1 && c->H >= 768 && (!noisy || c->r <= 1)));
 }
 static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, egg_err *err) {
     const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
@@ -297,7 +306,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     }
     if (nz && lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
                          * where a reader exists (the chunk recurrence at H = 256, rreg_kernel at 128) */
-        const int vmax = ((H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1) || rec_split(c, true) ? 4 * L : 2 * L;
+        const int vmax = ((H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1) || rec_split(c, true) || rec_clustered(c, true) ? 4 * L : 2 * L;
         const int nt = n * (H / 4);
         lnpert_kernel<<<dim3((unsigned)((nt + 255) / 256), (unsigned)(vmax + 1)), 256, 0, c->st>>>(n, H, c->params, c->lnpo, nz, c->pstride,
                                                                                                    c->pshift, lnp);
@@ -380,10 +389,44 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 else rchunk_kernel<128, 0><<<nb, rchunk_threads<128>(), rchunk_smem_bytes<128>(), c->st>>>(rc2);
                 CKL();
             }
+            /* H = 384 / 512: the chunk in one launch over clusters of H / 128 CTAs (the members' perturbed biases and LN2
+             * weights from the step's copies) */
+            const bool clustered = !chunked && rec_clustered(c, noisy) && (!nz || lnp);
+            if (clustered) {
+                RecChunk rc2;
+                memset(&rc2, 0, sizeof rc2);
+                rc2.Uf = tp(c, id0 + EGG_L_UF); rc2.Uh = tp(c, id0 + EGG_L_UH); rc2.bf = tp(c, id0 + EGG_L_BF); rc2.bh = tp(c, id0 + EGG_L_BH);
+                rc2.noise = nz; rc2.pstride = c->pstride;
+                rc2.off_uf = c->noff[id0 + EGG_L_UF]; rc2.off_uh = c->noff[id0 + EGG_L_UH];
+                rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0;
+                rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
+                rc2.ln = tp(c, id0 + EGG_L_LN2); rc2.XN = x->XN;
+                if (nz) {
+                    rc2.bpf = lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
+                    rc2.bph = rc2.bpf + (size_t)n * H;
+                    rc2.bpl = lnp + (size_t)(2 * l + 1) * n * H;
+                }
+                const int cn = H == 512 ? rclus_ctas<512>() : rclus_ctas<384>(), nrb = (n + RBM - 1) / RBM;
+                int ncl = c->rclus_ncl[H == 512];
+                if (c->rclus >= 2 && c->rclus < ncl) ncl = c->rclus; /* EGG_CUDA_RCLUS=n: n clusters (tests) */
+                if (ncl > nrb) ncl = nrb;
+                cudaLaunchConfig_t lc;
+                memset(&lc, 0, sizeof lc);
+                cudaLaunchAttribute at;
+                at.id = cudaLaunchAttributeClusterDimension;
+                at.val.clusterDim.x = (unsigned)cn; at.val.clusterDim.y = 1; at.val.clusterDim.z = 1;
+                lc.gridDim = dim3((unsigned)(cn * ncl)); lc.blockDim = dim3(RCL_THREADS); lc.stream = c->st;
+                lc.dynamicSmemBytes = (size_t)(H == 512 ? rclus_smem_bytes<512>() : rclus_smem_bytes<384>());
+                lc.attrs = &at; lc.numAttrs = 1;
+                if (H == 512 && nz) CK(cudaLaunchKernelEx(&lc, rclus_kernel<512, 1>, rc2));
+                else if (H == 512) CK(cudaLaunchKernelEx(&lc, rclus_kernel<512, 0>, rc2));
+                else if (nz) CK(cudaLaunchKernelEx(&lc, rclus_kernel<384, 1>, rc2));
+                else CK(cudaLaunchKernelEx(&lc, rclus_kernel<384, 0>, rc2));
+            }
 #else
-            const bool chunked = false;
+            const bool chunked = false, clustered = false;
 #endif
-            const bool ln2_fused = chunked && (H == 128 || (H == 256 && nz && lnp && c->ln2_fuse));
+            const bool ln2_fused = (chunked && (H == 128 || (H == 256 && nz && lnp && c->ln2_fuse))) || clustered;
             /* per timestep: the GEMMs as PLAIN GEMMs (at H >= 768 mmd_kernel's 128 x 256 tiles) and the bias, gate and
              * mix in 16-byte passes of their own, with the step's perturbed biases (EGG_CUDA_RSPLIT); else GEMMs whose
              * epilogues do them (MODE_BIAS_GATE, MODE_BIAS_MIX) */
@@ -401,7 +444,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 rec_mix_kernel<<<eb, 256, 0, c->st>>>(n, H, x->R + o, x->TH + o, bph, bstride, x->F, Hl, x->X + o, rz);
                 CKL();
             }
-            for (int dt = 0; dt < tc && !chunked && !split; dt++) {
+            for (int dt = 0; dt < tc && !chunked && !clustered && !split; dt++) {
                 const size_t o = (size_t)dt * nh;
                 if ((rc = mm(c, x, n, id0 + EGG_L_UF, noisy, Hl, x->F, MODE_BIAS_GATE, x->TF + o, id0 + EGG_L_BF, Hl, x->G, NULL,
                              err)))

@@ -536,4 +536,303 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
 #endif
 }
 
+/* The chunk recurrence at H = 384 and 512 (sm_90a, rank <= 1) over a cluster of H / 128 CTAs, where Uf and Uh
+ * (2 H^2 bytes: 512 KB at 512) do not fit one SM: each CTA keeps the rows of Uf and Uh of its 128 output columns
+ * (128 KB at 512; permuted as rreg_kernel's, wperm_row) and the whole state h and gate g of the cluster's row block
+ * of 64 members (the MMAs' operands); its two warpgroups take 64 columns each, a thread rows w4 16 + gid (+8) and 16
+ * adjacent columns, as rreg_kernel. After each phase a CTA's threads write their bytes of g (phase 0) or h' (phase 1)
+ * into their own and, by st.async with complete_tx, every partner's shared memory, with the rows' partial sums
+ * (x.B of the next phase's rank-1 term, |R| of EGG-LN2) per (CTA, warpgroup) slot; a CTA goes on when its own
+ * threads met at a barrier and its phase's mbarrier counted every partner's bytes. Per timestep the GEMMs ran as two
+ * launches of the whole population instead (~230 TOPS at 512). Same integer operations as rreg_kernel. */
+#define RCL_PITCH 144 /* As, Rs row pitch: 128 columns + 16 (a warp's 4 pair rows in different banks) */
+#define RCL_THREADS 256
+template <int H> __host__ __device__ constexpr int rclus_ctas() { return H / 128; }
+template <int H> __host__ __device__ constexpr int rclus_smem_bytes() {
+    /* Wf, Wh rows [H/64][128][64]; Xh, Gs [H/64][64][64]; Rs [64][RCL_PITCH]; As [2][32][RCL_PITCH]; tsx [2][64][8], lns
+     * [64][8] ints; two mbarriers */
+    return 2 * 128 * H + 2 * RBM * H + RBM * RCL_PITCH + 2 * 32 * RCL_PITCH + 3 * RBM * 8 * 4 + 16;
+}
+#ifdef MMP_WGMMA
+__device__ __forceinline__ unsigned cl_map(const void *p, unsigned rank) { /* the shared::cluster address of p in CTA rank */
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"((unsigned)__cvta_generic_to_shared(p)), "r"(rank));
+    return r;
+}
+__device__ __forceinline__ void st_async16(unsigned addr, int4 v, unsigned bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(addr), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void st_async4(unsigned addr, int v, unsigned bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr), "r"(v), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+/* mbar_wait with cluster-scope acquire: the partners' st.async bytes are visible after it */
+__device__ __forceinline__ void mbar_wait_cl(uint64_t *bar, unsigned parity) {
+    const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(b), "r"(parity) : "memory");
+}
+#endif
+template <int H, int R>
+__global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
+#ifdef MMP_WGMMA
+    constexpr int KT = H / 64, CN = rclus_ctas<H>(), NS = 2 * CN; /* k-slices; CTAs a cluster; partial-sum slots a row */
+    /* bytes a CTA receives a phase: every partner's g (or h') bytes and its partial sums (x.B at rank 1; |R|) */
+    constexpr unsigned BG = (CN - 1) * (RBM * 128 + (R > 0 ? RBM * 2 * 4 : 0)), BH = (CN - 1) * (RBM * 128 + (R > 0 ? 2 : 1) * RBM * 2 * 4);
+    extern __shared__ __align__(1024) unsigned char smem[];
+    int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + 128 * H, *Xh = Whs + 128 * H, *Gs = Xh + RBM * H, *Rs = Gs + RBM * H;
+    int8_t *As = Rs + RBM * RCL_PITCH;                       /* [2][32][RCL_PITCH]: the pairs' A values of the CTA's columns */
+    int *tsx = (int *)(As + 2 * 32 * RCL_PITCH);             /* [2][RBM][8]: x.B partials (h, g) by slot (CTA, warpgroup) */
+    int *lns = tsx + 2 * RBM * 8;                            /* [RBM][8]: sum |R| partials */
+    uint64_t *bars = (uint64_t *)(lns + RBM * 8);            /* [2]: phase 0 (g), phase 1 (h') bytes from the partners */
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+    const int wg = warp >> 2, w4 = warp & 3, n = a.n, ps = a.pshift, s = a.s;
+    unsigned rk, cid, ncl;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rk));
+    asm("mov.u32 %0, %%clusterid.x;" : "=r"(cid));
+    asm("mov.u32 %0, %%nclusterid.x;" : "=r"(ncl));
+    const int lc0 = wg * 64 + tig * 16, c0 = (int)rk * 128 + lc0; /* the thread's 16 columns: in the CTA's 128, in the row */
+    const int slot = (int)rk * 2 + wg;
+    const uint64_t keep = l2_policy(L2_LAST), once = l2_policy(L2_FIRST);
+    if (tid == 0) {
+        mbar_init(bars, 1);
+        mbar_init(bars + 1, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    /* the CTA's rows of Uf, Uh: shared row o holds output column 128 rk + wperm_row(o) */
+    for (int ch = tid; ch < 2 * 128 * H / 16; ch += RCL_THREADS) {
+        const int mat = ch / (128 * H / 16), rem = ch % (128 * H / 16), o = rem / (H / 16), col = (rem % (H / 16)) * 16;
+        cp_async16((mat ? Whs : Wfs) + (col >> 6) * 128 * 64 + wg_off(o, (col >> 4) & 3),
+                   (mat ? a.Uh : a.Uf) + (size_t)((int)rk * 128 + wperm_row(o)) * H + col, true);
+    }
+    cp_commit();
+    __syncthreads();
+    cluster_sync(); /* every partner's barriers initialised before any byte is sent to them */
+    if (tid == 0) {
+        mbar_expect_tx(bars, BG);
+        mbar_expect_tx(bars + 1, BH);
+    }
+    auto sw = [](int row, int col) { return (col >> 6) * (RBM * 64) + wg_off(row, (col >> 4) & 3) + (col & 15); };
+    const unsigned xa = (unsigned)__cvta_generic_to_shared(Xh), ga = (unsigned)__cvta_generic_to_shared(Gs);
+    const unsigned wfa = (unsigned)__cvta_generic_to_shared(Wfs) + wg * 64 * 64, wha = (unsigned)__cvta_generic_to_shared(Whs) + wg * 64 * 64;
+    int d[32];
+    auto mma = [&](unsigned oa, unsigned wa) {
+        const uint64_t dx = wg_desc(oa), dw = wg_desc(wa);
+        wg_fence();
+#pragma unroll
+        for (int kt = 0; kt < KT; kt++) wg_mma_k64(d, dx + kt * (RBM * 64 / 16), dw + kt * (128 * 64 / 16), kt > 0);
+        wg_commit();
+    };
+    auto rsum = [](int v) {
+        v += __shfl_xor_sync(0xffffffffu, v, 1);
+        return v + __shfl_xor_sync(0xffffffffu, v, 2);
+    };
+    auto slots = [](const int *p) { /* a row's NS partials */
+        int v = 0;
+#pragma unroll
+        for (int i = 0; i < NS; i++) v += p[i];
+        return v;
+    };
+    /* the partners' shared memory: each one's window at rbase[q] (the same offsets as here) */
+    const unsigned lbase = (unsigned)__cvta_generic_to_shared(smem);
+    unsigned rbase[CN - 1];
+#pragma unroll
+    for (int q = 1; q < CN; q++) rbase[q - 1] = cl_map(smem, (rk + q) % CN);
+    auto roff = [&](const void *p) { return (unsigned)__cvta_generic_to_shared(p) - lbase; };
+    /* 16 bytes at Ds + off to this CTA and every partner (their phase's barrier counts them) */
+    auto bcast16 = [&](int8_t *Ds, int off, int4 v, uint64_t *bar) {
+        *(int4 *)(Ds + off) = v;
+        const unsigned o = roff(Ds + off), b = roff(bar);
+#pragma unroll
+        for (int q = 0; q < CN - 1; q++) st_async16(rbase[q] + o, v, rbase[q] + b);
+    };
+    auto bcast4 = [&](int *p, int v, uint64_t *bar) {
+        *p = v;
+        const unsigned o = roff(p), b = roff(bar);
+#pragma unroll
+        for (int q = 0; q < CN - 1; q++) st_async4(rbase[q] + o, v, rbase[q] + b);
+    };
+    const size_t nH = (size_t)n * H;
+    unsigned par[2] = {0, 0};
+    const int nrb = (n + RBM - 1) / RBM;
+    for (int rb = (int)cid; rb < nrb; rb += (int)ncl) {
+        const int m0 = rb * RBM;
+        int row[2], gc[2];
+        bool ok[2];
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            row[hr] = w4 * 16 + gid + hr * 8;
+            ok[hr] = m0 + row[hr] < n;
+            gc[hr] = ok[hr] ? m0 + row[hr] : 0;
+        }
+        auto bload = [&](int hr, size_t off, int col) {
+            return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(1, H) + col, keep);
+        };
+        auto pload = [&](int hr, int ph) {
+            return R > 0 ? ldg_hint((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)((ph ? a.bh : a.bf) + c0));
+        };
+        /* the row block's state (every column) and its pairs' A values of this CTA's columns */
+        for (int ch = tid; ch < RBM * H / 16; ch += RCL_THREADS) {
+            const int r = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + r;
+            cp_async16(Xh + sw(r, c), gm < n ? a.Hs + (size_t)gm * H + c : a.Hs, gm < n);
+        }
+        if (R > 0)
+            for (int ch = tid; ch < 2 * 32 * 128 / 16; ch += RCL_THREADS) {
+                const int ph = ch / (32 * 8), p = (ch / 8) % 32, c = (ch % 8) * 16, gp = m0 + 2 * p;
+                cp_async16(As + (ph * 32 + p) * RCL_PITCH + c,
+                           gp < n ? a.noise + (size_t)(gp >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + (int)rk * 128 + c : a.noise, gp < n);
+            }
+        cp_commit();
+        cp_wait<0>();
+        __syncthreads();
+        if (R > 0) /* x.B of the state for the first timestep: every slot here (the partners compute the same) */
+#pragma unroll
+            for (int q = 0; q < CN; q++)
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) {
+                    const int col = q * 128 + lc0;
+                    const int v = rsum(dot16(*(const int4 *)(Xh + sw(row[hr], col)), bload(hr, a.off_uf, col)));
+                    if (tig == 0) tsx[row[hr] * 8 + q * 2 + wg] = v;
+                }
+        fence_proxy_async(); /* Xh, read next by the tensor cores */
+        __syncthreads();
+        int4 fv[2]; /* f + 127 of the thread's bytes, phase 0 to phase 1 */
+        auto epi = [&](int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                epi_quad<R, 0>(d[8 * u + hr * 2], d[8 * u + hr * 2 + 1], d[8 * u + 4 + hr * 2], d[8 * u + 4 + hr * 2 + 1], (unsigned)(&Av.x)[u], t,
+                               s, ps, yl[u], yu[u]);
+        };
+        auto aload = [&](int ph, int hr) {
+            return R > 0 ? *(const int4 *)(As + (ph * 32 + (row[hr] >> 1)) * RCL_PITCH + lc0) : make_int4(0, 0, 0, 0);
+        };
+        /* XN = EGG-LN2(R) of the rows' timestep at XN + tb0, the CTA's columns (R in Rs, the sums' partials in lns) */
+        auto ln_out = [&](size_t tb0) {
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const size_t gi = (size_t)gc[hr] * H + c0;
+                const int4 wl = R > 0 ? ldg_hint(a.bpl + gi, keep) : __ldg((const int4 *)(a.ln + c0));
+                const int4 rv = *(const int4 *)(Rs + row[hr] * RCL_PITCH + lc0);
+                const int mq = LNM(egg_ln_div(slots(lns + row[hr] * 8), H)); /* d <= 127: |R| <= 127 */
+                int4 xo;
+#pragma unroll
+                for (int u = 0; u < 4; u++) (&xo.x)[u] = (int)ln_word((unsigned)(&rv.x)[u], (unsigned)(&wl.x)[u], mq);
+                if (ok[hr]) stg_hint(a.XN + tb0 + gi, xo, once);
+            }
+        };
+        for (int t = 0; t < a.tc; t++) {
+            const size_t tb = (size_t)t * nH;
+            const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
+            int tt[2];
+            int4 Av[2], bn[2];
+            /* ---- phase 0: f = clip(Uf.h + Wf.x + bf), g = gate(f, h) */
+            mma(xa, wfa);
+            int4 ef[2], pf[2];
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                ef[hr] = ldg_hint(a.TF + tb + (size_t)gc[hr] * H + c0, once);
+                pf[hr] = pload(hr, 0);
+                if (R > 0) bn[hr] = bload(hr, a.off_uh, c0);
+                const int v = R > 0 ? slots(tsx + row[hr] * 8) : 0;
+                tt[hr] = (row[hr] & 1) ? -v : v;
+                Av[hr] = aload(0, hr);
+            }
+            if (t > 0) ln_out(tb - nH); /* the timestep before's EGG-LN2, under the MMA */
+            wg_wait<0>();
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                unsigned yl[4], yu[4];
+                epi(hr, tt[hr], Av[hr], yl, yu);
+                const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
+                int4 gv;
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    unsigned p;
+                    (&gv.x)[u] = (int)rec_gate4(yl[u], yu[u], (unsigned)(&ef[hr].x)[u], (unsigned)(&pf[hr].x)[u], (unsigned)(&hv.x)[u], p);
+                    (&fv[hr].x)[u] = (int)p;
+                }
+                bcast16(Gs, sw(row[hr], c0), gv, bars);
+                if (R > 0) {
+                    const int v = rsum(dot16(gv, bn[hr]));
+                    if (tig == 0) bcast4(tsx + RBM * 8 + row[hr] * 8 + slot, v, bars);
+                }
+            }
+            fence_proxy_async(); /* g, read next by the tensor cores */
+            __syncthreads();
+            mbar_wait_cl(bars, par[0]);
+            par[0] ^= 1;
+            fence_proxy_async();
+            if (tid == 0) mbar_expect_tx(bars, BG); /* the next timestep's */
+            /* ---- phase 1: c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h), R = clip(h' + x), the state reset where the next
+             * token is 0 */
+            mma(ga, wha);
+            int4 eh[2], xv[2], pb[2];
+            int rz[2];
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const size_t gi = tb + (size_t)gc[hr] * H + c0;
+                eh[hr] = ldg_hint(a.TH + gi, once);
+                xv[hr] = ldg_hint(a.X + gi, once);
+                pb[hr] = pload(hr, 1);
+                rz[hr] = rzn[gc[hr]];
+                if (R > 0) bn[hr] = bload(hr, a.off_uf, c0);
+                const int v = R > 0 ? slots(tsx + RBM * 8 + row[hr] * 8) : 0;
+                tt[hr] = (row[hr] & 1) ? -v : v;
+                Av[hr] = aload(1, hr);
+            }
+            wg_wait<0>();
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                unsigned yl[4], yu[4];
+                epi(hr, tt[hr], Av[hr], yl, yu);
+                const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
+                int4 ho, ro;
+                int sa = 0;
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    unsigned hl, hu, r;
+                    rec_mix4(yl[u], yu[u], (unsigned)(&eh[hr].x)[u], (unsigned)(&pb[hr].x)[u], (unsigned)(&fv[hr].x)[u], (unsigned)(&hv.x)[u],
+                             (unsigned)(&xv[hr].x)[u], hl, hu, r);
+                    (&ho.x)[u] = rz[hr] ? 0 : (int)pack4(hl, hu);
+                    (&ro.x)[u] = (int)r;
+                    w4u qv;
+                    qv.w = (int)r;
+                    sa += abs_sum4(qv);
+                }
+                bcast16(Xh, sw(row[hr], c0), ho, bars + 1);
+                if (ok[hr]) stg_hint(a.R + tb + (size_t)gc[hr] * H + c0, ro, once);
+                *(int4 *)(Rs + row[hr] * RCL_PITCH + lc0) = ro;
+                sa = rsum(sa);
+                const int v = R > 0 ? rsum(dot16(ho, bn[hr])) : 0;
+                if (tig == 0) {
+                    bcast4(lns + row[hr] * 8 + slot, sa, bars + 1);
+                    if (R > 0) bcast4(tsx + row[hr] * 8 + slot, v, bars + 1);
+                }
+            }
+            fence_proxy_async(); /* the state h, read next by the tensor cores */
+            __syncthreads();
+            mbar_wait_cl(bars + 1, par[1]);
+            par[1] ^= 1;
+            fence_proxy_async();
+            if (tid == 0) mbar_expect_tx(bars + 1, BH);
+        }
+        if (a.tc > 0) ln_out((size_t)(a.tc - 1) * nH); /* EGG-LN2 of the chunk's last R */
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) /* the state after the chunk: this CTA's columns */
+            if (ok[hr]) *(int4 *)(a.Hs + (size_t)gc[hr] * H + c0) = *(const int4 *)(Xh + sw(row[hr], c0));
+        __syncthreads(); /* the next row block loads Xh, As */
+    }
+    cp_wait<0>();
+    cluster_sync(); /* no CTA leaves while a partner may still send to it */
+#else
+    (void)a; /* not launched: the host checks wgmma_probe first */
+#endif
+}
+
 #endif /* EGG_RECUR_CUH */
