@@ -173,7 +173,7 @@ struct CudaImpl {
     int rchunk_ctas[2];       /* its CTAs per launch at H = 128, 256 (resident CTAs on all SMs) */
     int rreg;                 /* the chunk recurrence in rreg_kernel (EGG_CUDA_RREG=0: rchunk_kernel) */
     int rreg_ctas[2];         /* its CTAs per launch at H = 128, 256 */
-    int l2pf;                 /* rreg_kernel prefetches the next timestep's inputs into L2 (EGG_CUDA_L2PF=0: not) */
+    int l2pf;                 /* rreg_kernel, rclus_kernel prefetch the next timestep's inputs into L2 (EGG_CUDA_L2PF=0: not) */
     int rclus;                /* H = 384 / 512 on sm_90a: a chunk's recurrence in rclus_kernel, Uf and Uh split over a cluster's
                                * CTAs (EGG_CUDA_RCLUS=0: per timestep; =n >= 2: n clusters, each walking many row blocks) */
     int rclus_ncl[2];         /* its clusters per launch at H = 384, 512 (those that fit the GPU at once) */
@@ -1289,6 +1289,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             }
         }
         {
+            const char *ep2 = getenv("EGG_CUDA_L2PF"); /* the chunk recurrences' L2 prefetch of the next timestep's inputs */
+            c->l2pf = !(ep2 && atoi(ep2) == 0);
             const char *ec = getenv("EGG_CUDA_RCHUNK");
             c->rchunk = have && !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
             if (c->rchunk) {
@@ -1302,8 +1304,6 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 c->rchunk_ctas[1] = (o2 > 0 ? o2 : 1) * c->nsm;
                 const char *er = getenv("EGG_CUDA_RREG");
                 c->rreg = !(er && atoi(er) == 0) && (size_t)rreg_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
-                const char *ep2 = getenv("EGG_CUDA_L2PF");
-                c->l2pf = !(ep2 && atoi(ep2) == 0);
                 if (c->rreg) {
 #define RREG_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(rreg_kernel<HH, R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, rreg_smem_bytes<HH>()));
                     RREG_ATTR(256, 0, 0) RREG_ATTR(256, 1, 0) RREG_ATTR(256, 1, 1) RREG_ATTR(256, 1, 2)

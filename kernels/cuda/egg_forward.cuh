@@ -398,7 +398,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 rc2.Uf = tp(c, id0 + EGG_L_UF); rc2.Uh = tp(c, id0 + EGG_L_UH); rc2.bf = tp(c, id0 + EGG_L_BF); rc2.bh = tp(c, id0 + EGG_L_BH);
                 rc2.noise = nz; rc2.pstride = c->pstride;
                 rc2.off_uf = c->noff[id0 + EGG_L_UF]; rc2.off_uh = c->noff[id0 + EGG_L_UH];
-                rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0;
+                rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0; rc2.l2pf = c->l2pf;
                 rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
                 rc2.ln = tp(c, id0 + EGG_L_LN2); rc2.XN = x->XN;
                 if (nz) {

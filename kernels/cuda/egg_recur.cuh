@@ -582,7 +582,7 @@ __device__ __forceinline__ void mbar_wait_cl(uint64_t *bar, unsigned parity) {
 template <int H, int R>
 __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
-    constexpr int KT = H / 64, CN = rclus_ctas<H>(), NS = 2 * CN; /* k-slices; CTAs a cluster; partial-sum slots a row */
+    constexpr int CN = rclus_ctas<H>(), NS = 2 * CN; /* CTAs a cluster (H / 64 k-slices: 2 a CTA's columns); partial-sum slots a row */
     /* bytes a CTA receives a phase: every partner's g (or h') bytes and its partial sums (x.B at rank 1; |R|) */
     constexpr unsigned BG = (CN - 1) * (RBM * 128 + (R > 0 ? RBM * 2 * 4 : 0)), BH = (CN - 1) * (RBM * 128 + (R > 0 ? 2 : 1) * RBM * 2 * 4);
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -622,11 +622,27 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
     const unsigned xa = (unsigned)__cvta_generic_to_shared(Xh), ga = (unsigned)__cvta_generic_to_shared(Gs);
     const unsigned wfa = (unsigned)__cvta_generic_to_shared(Wfs) + wg * 64 * 64, wha = (unsigned)__cvta_generic_to_shared(Whs) + wg * 64 * 64;
     int d[32];
-    auto mma = [&](unsigned oa, unsigned wa) {
+    /* a phase's MMA in two parts: the k-slices of this CTA's own columns (its own threads wrote them) while the
+     * partners' bytes are still arriving, then the others */
+    auto mma_own = [&](unsigned oa, unsigned wa) {
         const uint64_t dx = wg_desc(oa), dw = wg_desc(wa);
         wg_fence();
 #pragma unroll
-        for (int kt = 0; kt < KT; kt++) wg_mma_k64(d, dx + kt * (RBM * 64 / 16), dw + kt * (128 * 64 / 16), kt > 0);
+        for (int kk = 0; kk < 2; kk++) {
+            const int kt = 2 * (int)rk + kk;
+            wg_mma_k64(d, dx + kt * (RBM * 64 / 16), dw + kt * (128 * 64 / 16), kk > 0);
+        }
+    };
+    auto mma_rest = [&](unsigned oa, unsigned wa) {
+        const uint64_t dx = wg_desc(oa), dw = wg_desc(wa);
+        wg_fence();
+#pragma unroll
+        for (int q = 1; q < CN; q++)
+#pragma unroll
+            for (int kk = 0; kk < 2; kk++) {
+                const int kt = 2 * (int)((rk + q) % CN) + kk;
+                wg_mma_k64(d, dx + kt * (RBM * 64 / 16), dw + kt * (128 * 64 / 16));
+            }
         wg_commit();
     };
     auto rsum = [](int v) {
@@ -702,6 +718,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                 }
         fence_proxy_async(); /* Xh, read next by the tensor cores */
         __syncthreads();
+        mma_own(xa, wfa);
         int4 fv[2]; /* f + 127 of the thread's bytes, phase 0 to phase 1 */
         auto epi = [&](int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
 #pragma unroll
@@ -732,7 +749,12 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             int tt[2];
             int4 Av[2], bn[2];
             /* ---- phase 0: f = clip(Uf.h + Wf.x + bf), g = gate(f, h) */
-            mma(xa, wfa);
+            mma_rest(xa, wfa);
+            /* the next timestep's rows of Wf.x, Wh.x and x into L2 (one tensor a CTA; brought evict_last, read
+             * evict_first), as rreg_kernel's l2pf */
+            if (a.l2pf && tid == 0 && rk < 3 && t + 1 < a.tc)
+                l2_prefetch_bulk_hint((rk == 0 ? a.TF : rk == 1 ? a.TH : a.X) + (size_t)(t + 1) * nH + (size_t)m0 * H,
+                                      (unsigned)(min(RBM, n - m0) * H), keep);
             int4 ef[2], pf[2];
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
@@ -765,13 +787,14 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             }
             fence_proxy_async(); /* g, read next by the tensor cores */
             __syncthreads();
+            mma_own(ga, wha);
             mbar_wait_cl(bars, par[0]);
             par[0] ^= 1;
             fence_proxy_async();
             if (tid == 0) mbar_expect_tx(bars, BG); /* the next timestep's */
             /* ---- phase 1: c = clip(Uh.g + Wh.x + bh), h' = mix(f, c, h), R = clip(h' + x), the state reset where the next
              * token is 0 */
-            mma(ga, wha);
+            mma_rest(ga, wha);
             int4 eh[2], xv[2], pb[2];
             int rz[2];
 #pragma unroll
@@ -817,11 +840,13 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             }
             fence_proxy_async(); /* the state h, read next by the tensor cores */
             __syncthreads();
+            mma_own(xa, wfa); /* the next timestep's (after the last one: drained below, its result unused) */
             mbar_wait_cl(bars + 1, par[1]);
             par[1] ^= 1;
             fence_proxy_async();
             if (tid == 0) mbar_expect_tx(bars + 1, BH);
         }
+        wg_wait<0>();
         if (a.tc > 0) ln_out((size_t)(a.tc - 1) * nH); /* EGG-LN2 of the chunk's last R */
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) /* the state after the chunk: this CTA's columns */
