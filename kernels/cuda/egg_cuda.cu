@@ -1322,18 +1322,12 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
 #define RCLUS_ATTR(HH, R) CK(cudaFuncSetAttribute(rclus_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<HH>()));
                 RCLUS_ATTR(512, 0) RCLUS_ATTR(512, 1) RCLUS_ATTR(384, 0) RCLUS_ATTR(384, 1)
 #undef RCLUS_ATTR
-                for (int i = 0; i < 2; i++) {
-                    const int cn = i ? rclus_ctas<512>() : rclus_ctas<384>();
-                    cudaLaunchConfig_t lc;
-                    memset(&lc, 0, sizeof lc);
-                    cudaLaunchAttribute at;
-                    at.id = cudaLaunchAttributeClusterDimension;
-                    at.val.clusterDim.x = (unsigned)cn; at.val.clusterDim.y = 1; at.val.clusterDim.z = 1;
-                    lc.gridDim = dim3((unsigned)(cn * (c->nsm / cn))); lc.blockDim = dim3(RCL_THREADS);
-                    lc.dynamicSmemBytes = (size_t)(i ? rclus_smem_bytes<512>() : rclus_smem_bytes<384>());
-                    lc.attrs = &at; lc.numAttrs = 1;
+                for (int i = 0; i < 2; i++) { /* the clusters that fit the GPU at once */
+                    const int HH = i ? 512 : 384;
+                    RclusLaunch rl;
+                    rclus_launch(&rl, HH, c->nsm / (HH / 128), c->st);
                     int ncl = 0;
-                    if (cudaOccupancyMaxActiveClusters(&ncl, i ? (const void *)rclus_kernel<512, 1> : (const void *)rclus_kernel<384, 1>, &lc) != cudaSuccess)
+                    if (cudaOccupancyMaxActiveClusters(&ncl, i ? (const void *)rclus_kernel<512, 1> : (const void *)rclus_kernel<384, 1>, &rl.lc) != cudaSuccess)
                         cudaGetLastError(), ncl = 0;
                     c->rclus_ncl[i] = ncl;
                 }

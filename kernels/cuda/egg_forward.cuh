@@ -286,6 +286,42 @@ static bool rec_clustered(const CudaImpl *c, bool noisy) {
     return false;
 #endif
 }
+#ifdef EGG_MMP
+/* the chunk recurrences' arguments for layer l of a chunk of tc timesteps: the members' perturbed bf, bh (and, where
+ * ln2, LN2 weights) from the step's copies when nz has them (lnp), else the kernels perturb from the noise */
+static RecChunk rec_args(const CudaImpl *c, const Ctx *x, int l, const int8_t *nz, int8_t *lnp, int8_t *Hl, int tc, bool ln2) {
+    const int id0 = EGG_T_LAYER(l, 0), n = x->n, H = c->H, L = c->L;
+    RecChunk rc;
+    memset(&rc, 0, sizeof rc);
+    rc.Uf = tp(c, id0 + EGG_L_UF); rc.Uh = tp(c, id0 + EGG_L_UH); rc.bf = tp(c, id0 + EGG_L_BF); rc.bh = tp(c, id0 + EGG_L_BH);
+    rc.noise = nz; rc.pstride = c->pstride;
+    rc.off_uf = c->noff[id0 + EGG_L_UF]; rc.off_uh = c->noff[id0 + EGG_L_UH];
+    rc.off_bf = c->noff[id0 + EGG_L_BF]; rc.off_bh = c->noff[id0 + EGG_L_BH];
+    rc.TF = x->TF; rc.TH = x->TH; rc.X = x->X; rc.rz = x->rz; rc.rz0 = x->rz0; rc.l2pf = c->l2pf;
+    rc.Hs = Hl; rc.R = x->R; rc.n = n; rc.tc = tc; rc.s = egg_mm_shift((uint32_t)H); rc.pshift = c->pshift;
+    rc.ln = tp(c, id0 + EGG_L_LN2); rc.off_ln = c->noff[id0 + EGG_L_LN2]; rc.XN = x->XN;
+    if (nz && lnp) {
+        rc.bpf = lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
+        rc.bph = rc.bpf + (size_t)n * H;
+        if (ln2) rc.bpl = lnp + (size_t)(2 * l + 1) * n * H;
+    }
+    return rc;
+}
+/* rclus_kernel's launch at hidden H: ncl clusters of H / 128 CTAs on stream st */
+struct RclusLaunch {
+    cudaLaunchConfig_t lc;
+    cudaLaunchAttribute at;
+};
+static void rclus_launch(RclusLaunch *r, int H, int ncl, cudaStream_t st) {
+    memset(r, 0, sizeof *r);
+    const int cn = H == 512 ? rclus_ctas<512>() : rclus_ctas<384>();
+    r->at.id = cudaLaunchAttributeClusterDimension;
+    r->at.val.clusterDim.x = (unsigned)cn; r->at.val.clusterDim.y = 1; r->at.val.clusterDim.z = 1;
+    r->lc.gridDim = dim3((unsigned)(cn * ncl)); r->lc.blockDim = dim3(RCL_THREADS); r->lc.stream = st;
+    r->lc.dynamicSmemBytes = (size_t)(H == 512 ? rclus_smem_bytes<512>() : rclus_smem_bytes<384>());
+    r->lc.attrs = &r->at; r->lc.numAttrs = 1;
+}
+#endif
 static bool rec_split(const CudaImpl *c, bool noisy) {
     return !rec_chunked(c, noisy) && !rec_clustered(c, noisy) && c->H % 16 == 0 && (c->rsplit >= 2 || (c->rsplit == 1 && c->H >= 768 && (!noisy || c->r <= 1)));
 }
@@ -305,7 +341,8 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         CKL();
     }
     if (nz && lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
-                         * where a reader exists (the chunk recurrence at H = 256, rreg_kernel at 128) */
+                         * where a reader exists (the chunk recurrence at H = 256, rreg_kernel at 128, rclus_kernel at 384 /
+                         * 512, the split per-timestep recurrence) */
         const int vmax = ((H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1) || rec_split(c, true) || rec_clustered(c, true) ? 4 * L : 2 * L;
         const int nt = n * (H / 4);
         lnpert_kernel<<<dim3((unsigned)((nt + 255) / 256), (unsigned)(vmax + 1)), 256, 0, c->st>>>(n, H, c->params, c->lnpo, nz, c->pstride,
@@ -356,20 +393,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
 #ifdef EGG_MMP
             const bool chunked = rec_chunked(c, noisy);
             if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
-                RecChunk rc2;
-                memset(&rc2, 0, sizeof rc2);
-                rc2.Uf = tp(c, id0 + EGG_L_UF); rc2.Uh = tp(c, id0 + EGG_L_UH); rc2.bf = tp(c, id0 + EGG_L_BF); rc2.bh = tp(c, id0 + EGG_L_BH);
-                rc2.noise = nz; rc2.pstride = c->pstride;
-                rc2.off_uf = c->noff[id0 + EGG_L_UF]; rc2.off_uh = c->noff[id0 + EGG_L_UH];
-                rc2.off_bf = c->noff[id0 + EGG_L_BF]; rc2.off_bh = c->noff[id0 + EGG_L_BH];
-                rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0; rc2.l2pf = c->l2pf;
-                rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
-                rc2.ln = tp(c, id0 + EGG_L_LN2); rc2.off_ln = c->noff[id0 + EGG_L_LN2]; rc2.XN = x->XN;
-                if (nz && lnp) {
-                    rc2.bpf = lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
-                    rc2.bph = rc2.bpf + (size_t)n * H;
-                    if (H == 128 || c->ln2_fuse) rc2.bpl = lnp + (size_t)(2 * l + 1) * n * H;
-                }
+                const RecChunk rc2 = rec_args(c, x, l, nz, lnp, Hl, tc, H == 128 || c->ln2_fuse);
                 const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
                 /* the pass on the fragments where the step's perturbed biases (and at H = 128 LN2 weights) are at hand;
                  * at H = 128 not with the epilogue of perturbation shifts > 8, which spills there */
@@ -393,35 +417,17 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
              * weights from the step's copies) */
             const bool clustered = !chunked && rec_clustered(c, noisy) && (!nz || lnp);
             if (clustered) {
-                RecChunk rc2;
-                memset(&rc2, 0, sizeof rc2);
-                rc2.Uf = tp(c, id0 + EGG_L_UF); rc2.Uh = tp(c, id0 + EGG_L_UH); rc2.bf = tp(c, id0 + EGG_L_BF); rc2.bh = tp(c, id0 + EGG_L_BH);
-                rc2.noise = nz; rc2.pstride = c->pstride;
-                rc2.off_uf = c->noff[id0 + EGG_L_UF]; rc2.off_uh = c->noff[id0 + EGG_L_UH];
-                rc2.TF = x->TF; rc2.TH = x->TH; rc2.X = x->X; rc2.rz = x->rz; rc2.rz0 = x->rz0; rc2.l2pf = c->l2pf;
-                rc2.Hs = Hl; rc2.R = x->R; rc2.n = n; rc2.tc = tc; rc2.s = egg_mm_shift((uint32_t)H); rc2.pshift = c->pshift;
-                rc2.ln = tp(c, id0 + EGG_L_LN2); rc2.XN = x->XN;
-                if (nz) {
-                    rc2.bpf = lnp + (size_t)(2 * L + 1 + 2 * l) * n * H;
-                    rc2.bph = rc2.bpf + (size_t)n * H;
-                    rc2.bpl = lnp + (size_t)(2 * l + 1) * n * H;
-                }
-                const int cn = H == 512 ? rclus_ctas<512>() : rclus_ctas<384>(), nrb = (n + RBM - 1) / RBM;
+                const RecChunk rc2 = rec_args(c, x, l, nz, lnp, Hl, tc, true);
+                const int nrb = (n + RBM - 1) / RBM;
                 int ncl = c->rclus_ncl[H == 512];
                 if (c->rclus >= 2 && c->rclus < ncl) ncl = c->rclus; /* EGG_CUDA_RCLUS=n: n clusters (tests) */
                 if (ncl > nrb) ncl = nrb;
-                cudaLaunchConfig_t lc;
-                memset(&lc, 0, sizeof lc);
-                cudaLaunchAttribute at;
-                at.id = cudaLaunchAttributeClusterDimension;
-                at.val.clusterDim.x = (unsigned)cn; at.val.clusterDim.y = 1; at.val.clusterDim.z = 1;
-                lc.gridDim = dim3((unsigned)(cn * ncl)); lc.blockDim = dim3(RCL_THREADS); lc.stream = c->st;
-                lc.dynamicSmemBytes = (size_t)(H == 512 ? rclus_smem_bytes<512>() : rclus_smem_bytes<384>());
-                lc.attrs = &at; lc.numAttrs = 1;
-                if (H == 512 && nz) CK(cudaLaunchKernelEx(&lc, rclus_kernel<512, 1>, rc2));
-                else if (H == 512) CK(cudaLaunchKernelEx(&lc, rclus_kernel<512, 0>, rc2));
-                else if (nz) CK(cudaLaunchKernelEx(&lc, rclus_kernel<384, 1>, rc2));
-                else CK(cudaLaunchKernelEx(&lc, rclus_kernel<384, 0>, rc2));
+                RclusLaunch rl;
+                rclus_launch(&rl, H, ncl, c->st);
+                if (H == 512 && nz) CK(cudaLaunchKernelEx(&rl.lc, rclus_kernel<512, 1>, rc2));
+                else if (H == 512) CK(cudaLaunchKernelEx(&rl.lc, rclus_kernel<512, 0>, rc2));
+                else if (nz) CK(cudaLaunchKernelEx(&rl.lc, rclus_kernel<384, 1>, rc2));
+                else CK(cudaLaunchKernelEx(&rl.lc, rclus_kernel<384, 0>, rc2));
             }
 #else
             const bool chunked = false, clustered = false;
