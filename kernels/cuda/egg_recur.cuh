@@ -543,13 +543,14 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
  * adjacent columns, as rreg_kernel. After each phase a CTA's threads write their bytes of g (phase 0) or h' (phase 1)
  * into their own and, by st.async with complete_tx, every partner's shared memory, with the rows' partial sums
  * (x.B of the next phase's rank-1 term, |R| of EGG-LN2) per (CTA, warpgroup) slot; a CTA goes on when its own
- * threads met at a barrier and its phase's mbarrier counted every partner's bytes. Per timestep the GEMMs ran as two
- * launches of the whole population instead (~230 TOPS at 512). Same integer operations as rreg_kernel. */
+ * threads met at a barrier and its phase's mbarrier counted every partner's bytes; a phase's MMAs over the CTA's own
+ * k-slices run while it waits. Same integer operations as rreg_kernel. (EGG_CUDA_RCLUS=0: two GEMM launches per
+ * timestep over the whole population, ~230 TOPS at 512.) */
 #define RCL_PITCH 144 /* As, Rs row pitch: 128 columns + 16 (a warp's 4 pair rows in different banks) */
 #define RCL_THREADS 256
 template <int H> __host__ __device__ constexpr int rclus_ctas() { return H / 128; }
 template <int H> __host__ __device__ constexpr int rclus_smem_bytes() {
-    /* Wf, Wh rows [H/64][128][64]; Xh, Gs [H/64][64][64]; Rs [64][RCL_PITCH]; As [2][32][RCL_PITCH]; tsx [2][64][8], lns
+    /* Uf, Uh rows [H/64][128][64]; Xh, Gs [H/64][64][64]; Rs [64][RCL_PITCH]; As [2][32][RCL_PITCH]; tsx [2][64][8], lns
      * [64][8] ints; two mbarriers */
     return 2 * 128 * H + 2 * RBM * H + RBM * RCL_PITCH + 2 * 32 * RCL_PITCH + 3 * RBM * 8 * 4 + 16;
 }
