@@ -33,6 +33,16 @@ struct RecChunk {
     int l2pf;                  /* rreg_kernel: the next timestep's rows of TF, TH, X prefetched into L2 (EGG_CUDA_L2PF) */
 };
 template <int H> __host__ __device__ constexpr int rchunk_threads() { return 128 * (H / 64); }
+/* a thread's two rows (w4 16 + gid, + 8) of the row block at m0: whether each is a member (ok) and its member index
+ * (gc; 0 past the last, so its loads stay in bounds) */
+__device__ __forceinline__ void rec_rows(int m0, int n, int w4, int gid, int (&row)[2], bool (&ok)[2], int (&gc)[2]) {
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        row[hr] = w4 * 16 + gid + hr * 8;
+        ok[hr] = m0 + row[hr] < n;
+        gc[hr] = ok[hr] ? m0 + row[hr] : 0;
+    }
+}
 #ifdef MMP_WGMMA
 /* a recurrence phase's MMA: d = Op . Ws^T for the warpgroup's 64 output rows of Ws (both [H/64 k-slices][rows][64],
  * swizzled); the descriptors are offsets from the first (the low word is the address / 16, below 2^14), whose
@@ -50,6 +60,16 @@ __device__ __forceinline__ void rec_mma(int (&d)[32], const int8_t *Op, const in
         wg_mma_k64(d, dx + kt * (RBM * 64 / 16), dw + kt * (H * 64 / 16), kt > 0);
     }
     wg_commit();
+}
+/* a thread's m64n64 accumulators of row hr, its 16 columns in wperm_row order, through the rank-1 epilogue (epi_quad<R,
+ * EP>: t the row's sign * x.B, Av its pair's A bytes) as int16-lane words: yl[w] = columns 4 w, 4 w + 1, yu[w] = 4 w + 2,
+ * 4 w + 3 */
+template <int R, int EP>
+__device__ __forceinline__ void rec_epi(const int (&d)[32], int hr, int t, int4 Av, int s, int ps, unsigned (&yl)[4], unsigned (&yu)[4]) {
+#pragma unroll
+    for (int w = 0; w < 4; w++)
+        epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1], (unsigned)(&Av.x)[w], t, s,
+                        ps, yl[w], yu[w]);
 }
 #endif
 /* H = 128 has room for its own X tile and the members' perturbed biases (bf, bh, ln2) */
@@ -344,13 +364,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
         if (tig == 0) ((int *)(P + row))[wg] = v;
     };
     auto sum4 = [](int4 v) { return H == 256 ? v.x + v.y + v.z + v.w : v.x + v.y; }; /* the warpgroups' slots */
-    /* accumulators -> the MM result of row hr as int16-lane words: yl[w] = columns 4w, 4w + 1, yu[w] = 4w + 2, 4w + 3 */
-    auto epi = [&](const int (&d)[NW / 2], int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
-#pragma unroll
-        for (int w = 0; w < 4; w++)
-            epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1], (unsigned)(&Av.x)[w],
-                            t, s, ps, yl[w], yu[w]);
-    };
+    auto epi = [&](const int (&d)[NW / 2], int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) { rec_epi<R, EP>(d, hr, t, Av, s, ps, yl, yu); };
     /* EGG-LN2 here: always at H = 128 (as rchunk_kernel), at 256 with noise (the host launches it there only with the
      * members' LN2 weights, a.bpl): a constant, as a flag read at run time left a branch around each of its row sums in
      * the phase-1 epilogue */
@@ -364,12 +378,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
         const int m0 = rb * RBM;
         int row[2], gc[2];
         bool ok[2];
-#pragma unroll
-        for (int hr = 0; hr < 2; hr++) {
-            row[hr] = w4 * 16 + gid + hr * 8;
-            ok[hr] = m0 + row[hr] < n;
-            gc[hr] = ok[hr] ? m0 + row[hr] : 0;
-        }
+        rec_rows(m0, n, w4, gid, row, ok, gc);
         /* the row's B noise of Uf / Uh (its 16 columns), the row's (perturbed) bias of phase ph: loaded when used, as
          * registers do not hold them across the chunk */
         auto bload = [&](int hr, size_t off) {
@@ -571,14 +580,6 @@ __device__ __forceinline__ void st_async4(unsigned addr, int v, unsigned bar) {
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-/* mbar_wait with cluster-scope acquire: the partners' st.async bytes are visible after it */
-__device__ __forceinline__ void mbar_wait_cl(uint64_t *bar, unsigned parity) {
-    const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
-    unsigned done = 0;
-    while (!done)
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(b), "r"(parity) : "memory");
-}
 #endif
 template <int H, int R>
 __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
@@ -682,12 +683,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
         const int m0 = rb * RBM;
         int row[2], gc[2];
         bool ok[2];
-#pragma unroll
-        for (int hr = 0; hr < 2; hr++) {
-            row[hr] = w4 * 16 + gid + hr * 8;
-            ok[hr] = m0 + row[hr] < n;
-            gc[hr] = ok[hr] ? m0 + row[hr] : 0;
-        }
+        rec_rows(m0, n, w4, gid, row, ok, gc);
         auto bload = [&](int hr, size_t off, int col) {
             return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(1, H) + col, keep);
         };
@@ -721,12 +717,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
         __syncthreads();
         mma_own(xa, wfa);
         int4 fv[2]; /* f + 127 of the thread's bytes, phase 0 to phase 1 */
-        auto epi = [&](int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
-#pragma unroll
-            for (int u = 0; u < 4; u++)
-                epi_quad<R, 0>(d[8 * u + hr * 2], d[8 * u + hr * 2 + 1], d[8 * u + 4 + hr * 2], d[8 * u + 4 + hr * 2 + 1], (unsigned)(&Av.x)[u], t,
-                               s, ps, yl[u], yu[u]);
-        };
+        auto epi = [&](int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) { rec_epi<R, 0>(d, hr, t, Av, s, ps, yl, yu); };
         auto aload = [&](int ph, int hr) {
             return R > 0 ? *(const int4 *)(As + (ph * 32 + (row[hr] >> 1)) * RCL_PITCH + lc0) : make_int4(0, 0, 0, 0);
         };
@@ -789,7 +780,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             fence_proxy_async(); /* g, read next by the tensor cores */
             __syncthreads();
             mma_own(ga, wha);
-            mbar_wait_cl(bars, par[0]);
+            mbar_wait<true>(bars, par[0]);
             par[0] ^= 1;
             fence_proxy_async();
             if (tid == 0) mbar_expect_tx(bars, BG); /* the next timestep's */
@@ -842,7 +833,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             fence_proxy_async(); /* the state h, read next by the tensor cores */
             __syncthreads();
             mma_own(xa, wfa); /* the next timestep's (after the last one: drained below, its result unused) */
-            mbar_wait_cl(bars + 1, par[1]);
+            mbar_wait<true>(bars + 1, par[1]);
             par[1] ^= 1;
             fence_proxy_async();
             if (tid == 0) mbar_expect_tx(bars + 1, BH);

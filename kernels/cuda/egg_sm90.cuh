@@ -83,12 +83,19 @@ __device__ __forceinline__ bool mbar_test(uint64_t *bar, unsigned parity) {
                  : "=r"(done) : "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
     return done != 0;
 }
+/* CL: with cluster-scope acquire, so that bytes other CTAs of the cluster sent with complete_tx (st.async) are visible */
+template <bool CL = false>
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
     const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
     unsigned done = 0;
-    while (!done)
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(b), "r"(parity) : "memory");
+    while (!done) {
+        if (CL)
+            asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                         : "=r"(done) : "r"(b), "r"(parity) : "memory");
+        else
+            asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                         : "=r"(done) : "r"(b), "r"(parity) : "memory");
+    }
 }
 __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int c0, int c1, uint64_t *bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
