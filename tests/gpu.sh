@@ -80,6 +80,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # PLAIN GEMMs with K > 512 (hidden 768, 1024) take those tiles too (EGG_CUDA_WIDE=1: mmw_kernel). At hidden 384
 # and 512 (rank <= 1) the recurrence runs per chunk over clusters of H / 128 CTAs exchanging each phase's bytes
 # (rclus_kernel; EGG_CUDA_RCLUS=0: two GEMMs per timestep, =n: n clusters, so that each walks many row blocks).
+# At rank 2-4 (hidden 128/256) the chunk recurrence is rreg_kernel with the generic epilogue, its A values from
+# global memory (EGG_CUDA_RREG=0: two GEMMs per timestep).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -153,6 +155,10 @@ configs=(
   "h512-r1-vectors-in-kernels-recurrence-per-timestep|--hidden 512 --layers 1 --rank 1 --pop 130 --seq 5|EGG_CUDA_LNPERT=0"
   "h512-r1-recurrence-per-timestep|--hidden 512 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_RCLUS=0"
   "h768-r1-recurrence-split-vectors-in-kernels|--hidden 768 --layers 1 --rank 1 --pop 130 --seq 5|EGG_CUDA_LNPERT=0"
+  "h256-l3-r2-recurrence-chunk-rank-2|--hidden 256 --layers 3 --rank 2 --pop 258 --seq 7"
+  "h128-l2-r3-sigma5-recurrence-chunk-rank-3|--hidden 128 --layers 2 --rank 3 --pop 194 --seq 8 --sigma-shift 5"
+  "h256-r4-sigma0-recurrence-chunk-rank-4-chunked|--hidden 256 --layers 2 --rank 4 --pop 130 --seq 7 --sigma-shift 0 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
+  "h256-r2-recurrence-per-timestep-rank-2|--hidden 256 --layers 2 --rank 2 --pop 194 --seq 6|EGG_CUDA_RREG=0"
 )
 for gb in $gpus; do
   if ! $BIN --data "$T/c.txt" --hidden 32 --layers 1 --seq 4 --pop 2 --steps 0 --backend "$gb" >"$T/probe" 2>&1; then

@@ -266,12 +266,12 @@ static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, cons
     return 0;
 }
 
-/* the recurrence of a layer and chunk: one kernel for the chunk (H = 128 / 256, rank <= 1), else per timestep, where
- * on sm_90a its GEMMs can run as PLAIN GEMMs with the bias, gate and mix in passes of their own (EGG_CUDA_RSPLIT: by
- * default at H >= 768, where they take mmd_kernel's tiles, rank <= 1; 2: every H and rank) */
+/* the recurrence of a layer and chunk: one kernel for the chunk (H = 128 / 256, rank <= 1; rank 2-4 in rreg_kernel), else
+ * per timestep, where on sm_90a its GEMMs can run as PLAIN GEMMs with the bias, gate and mix in passes of their own
+ * (EGG_CUDA_RSPLIT: by default at H >= 768, where they take mmd_kernel's tiles, rank <= 1; 2: every H and rank) */
 static bool rec_chunked(const CudaImpl *c, bool noisy) {
 #ifdef EGG_MMP
-    return c->rchunk && (c->H == 256 || c->H == 128) && (!noisy || c->r <= 1);
+    return c->rchunk && (c->H == 256 || c->H == 128) && (!noisy || c->r <= 1 || (c->rreg && c->r <= 4));
 #else
     (void)c; (void)noisy;
     return false;
@@ -343,7 +343,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     if (nz && lnp) { /* the members' perturbed vectors: LN1, LN2 of each layer, the output LN, and each layer's bf, bh
                          * where a reader exists (the chunk recurrence at H = 256, rreg_kernel at 128, rclus_kernel at 384 /
                          * 512, the split per-timestep recurrence) */
-        const int vmax = ((H == 256 || (H == 128 && c->rreg)) && c->rchunk && c->r <= 1) || rec_split(c, true) || rec_clustered(c, true) ? 4 * L : 2 * L;
+        const int vmax = ((H == 256 || (H == 128 && c->rreg)) && rec_chunked(c, true)) || rec_split(c, true) || rec_clustered(c, true) ? 4 * L : 2 * L;
         const int nt = n * (H / 4);
         lnpert_kernel<<<dim3((unsigned)((nt + 255) / 256), (unsigned)(vmax + 1)), 256, 0, c->st>>>(n, H, c->params, c->lnpo, nz, c->pstride,
                                                                                                    c->pshift, lnp);
@@ -391,16 +391,23 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             /* the recurrence: f = Uf.h + Wf.x + bf, g = gate(f, h); c = Uh.g + Wh.x + bh, h' = mix(f, c, h),
              * R = h' + x (state reset where the next token is 0); one kernel for the chunk, or two GEMMs per timestep */
 #ifdef EGG_MMP
-            const bool chunked = rec_chunked(c, noisy);
+            /* rank 2-4: rreg_kernel alone, with the step's perturbed biases and LN2 weights (else per timestep) */
+            const bool chunked = rec_chunked(c, noisy) && (!nz || c->r <= 1 || (lnp && (H == 128 || c->ln2_fuse)));
             if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
                 const RecChunk rc2 = rec_args(c, x, l, nz, lnp, Hl, tc, H == 128 || c->ln2_fuse);
                 const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
                 /* the pass on the fragments where the step's perturbed biases (and at H = 128 LN2 weights) are at hand;
                  * at H = 128 not with the epilogue of perturbation shifts > 8, which spills there */
                 const int ep = rc2.s == 8 ? (c->pshift == 8 ? 2 : c->pshift > 8 ? 1 : 0) : 0;
-                if (c->rreg && (!nz || (rc2.bpf && rc2.bpl && (H == 256 || ep != 1)))) {
+                if (c->rreg && (!nz || (rc2.bpf && rc2.bpl && (H == 256 || ep != 1 || c->r >= 2)))) {
                     const int nr = nrb < c->rreg_ctas[H == 256] ? nrb : c->rreg_ctas[H == 256];
-                    if (H == 256 && nz && ep == 2) rreg_kernel<256, 1, 2><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
+#define RREG_R(HH, RR) rreg_kernel<HH, RR, 0><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2)
+                    if (nz && c->r >= 2) { /* rank 2-4: the generic epilogue, the A values from global memory */
+                        if (H == 256) { if (c->r == 2) RREG_R(256, 2); else if (c->r == 3) RREG_R(256, 3); else RREG_R(256, 4); }
+                        else { if (c->r == 2) RREG_R(128, 2); else if (c->r == 3) RREG_R(128, 3); else RREG_R(128, 4); }
+                    }
+#undef RREG_R
+                    else if (H == 256 && nz && ep == 2) rreg_kernel<256, 1, 2><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
                     else if (H == 256 && nz && ep == 1) rreg_kernel<256, 1, 1><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
                     else if (H == 256 && nz) rreg_kernel<256, 1, 0><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
                     else if (H == 256) rreg_kernel<256, 0, 0><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);

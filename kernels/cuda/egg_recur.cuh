@@ -71,6 +71,32 @@ __device__ __forceinline__ void rec_epi(const int (&d)[32], int hr, int t, int4 
         epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1], (unsigned)(&Av.x)[w], t, s,
                         ps, yl[w], yu[w]);
 }
+/* rec_epi at rank R >= 2 (the generic epilogue): p = sum_j t_j A_j in 32 bits (|t_j A_j| < 127 * 90 * 256 * 90 < 2^31 / 4 at
+ * K <= 256), clip8((v + (p >> ps)) >> s), as egg_mm_out; Ap: the row's pair's A values at the thread's 16 columns (A_j at
+ * Ap + j H) */
+template <int H, int R>
+__device__ __forceinline__ void rec_epi_r(const int (&d)[32], int hr, const int (&t)[R], const int8_t *Ap, int s, int ps, unsigned (&yl)[4],
+                                          unsigned (&yu)[4]) {
+    int4 Aj[R];
+#pragma unroll
+    for (int j = 0; j < R; j++) Aj[j] = __ldg((const int4 *)(Ap + (size_t)j * H));
+#pragma unroll
+    for (int w = 0; w < 4; w++) {
+        int p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const unsigned aw = (unsigned)(&Aj[j].x)[w];
+            p0 += t[j] * sx8<0>(aw);
+            p1 += t[j] * sx8<1>(aw);
+            p2 += t[j] * sx8<2>(aw);
+            p3 += t[j] * sx8<3>(aw);
+        }
+        const unsigned y = pack2_clip8((d[8 * w + 2 * hr] + (p0 >> ps)) >> s, (d[8 * w + 2 * hr + 1] + (p1 >> ps)) >> s) |
+                           pack2_clip8((d[8 * w + 4 + 2 * hr] + (p2 >> ps)) >> s, (d[8 * w + 4 + 2 * hr + 1] + (p3 >> ps)) >> s) << 16;
+        yl[w] = lo2(y);
+        yu[w] = hi2(y);
+    }
+}
 #endif
 /* H = 128 has room for its own X tile and the members' perturbed biases (bf, bh, ln2) */
 template <int H> __host__ __device__ constexpr bool rchunk_sep() { return H == 128; }
@@ -316,8 +342,9 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
     (void)a; /* not launched: the host checks wgmma_probe first */
 #endif
 }
-/* The chunk recurrence at H = 128 and 256 with every thread's outputs in registers (sm_90a, rank <= 1;
- * EGG_CUDA_RREG=0: rchunk_kernel). Same CTA shape as rchunk_kernel<H> (H / 64 warpgroups of 64 output columns, Uf
+/* The chunk recurrence at H = 128 and 256 with every thread's outputs in registers (sm_90a, rank <= 1, and rank 2-4
+ * with the generic epilogue rec_epi_r, the A values from global memory and As holding the x.B_j partials;
+ * EGG_CUDA_RREG=0: rchunk_kernel at rank <= 1, two GEMMs per timestep at 2-4). Same CTA shape as rchunk_kernel<H> (H / 64 warpgroups of 64 output columns, Uf
  * and Uh resident, row blocks of 64 members; two CTAs per SM at H = 128), but the rows of Uf and Uh sit in shared
  * memory permuted (wperm_row) so that a thread's wgmma accumulators, columns
  * 8 jn + 2 tig (+1) of its warpgroup's 64, are the 16 adjacent columns 16 tig .. 16 tig + 15 of the output: the
@@ -338,8 +365,12 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + H * H, *Xh = Whs + H * H, *Gs = Xh + RBM * H, *Rs = Gs + RBM * H;
     int8_t *Fs = Rs + RBM * H, *As = Fs + RBM * H;   /* Fs: f + 127; As [2][32][RRA]: the pairs' A rows of Uf, Uh */
-    int4 *tsx = (int4 *)(As + 2 * 32 * RRA);          /* [2][RBM]: a row's x.B partials of the H / 64 warpgroups (h, g) */
-    int4 *lns = tsx + 2 * RBM;                        /* [RBM]: a row's sum |R| partials */
+    /* R >= 2: the A values come from global memory (rec_epi_r) and As holds the x.B partials instead */
+    constexpr int RK = R > 1 ? R : 1;
+    int4 *lns = (int4 *)(As + 2 * 32 * RRA) + 2 * RBM;                      /* [RBM]: a row's sum |R| partials */
+    int4 *tsx = R > 1 ? (int4 *)As : (int4 *)(As + 2 * 32 * RRA);          /* [2][RK][RBM]: a row's x.B_j partials of the H / 64
+                                                                            * warpgroups (h, g) */
+    static_assert(R <= 1 || 2 * R * RBM * 16 <= 2 * 32 * RRA, "the partials fit As");
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     const int wg = warp >> 2, w4 = warp & 3, n = a.n, ps = a.pshift, s = a.s;
     const int c0 = wg * 64 + tig * 16; /* the thread's 16 columns */
@@ -381,8 +412,26 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
         rec_rows(m0, n, w4, gid, row, ok, gc);
         /* the row's B noise of Uf / Uh (its 16 columns), the row's (perturbed) bias of phase ph: loaded when used, as
          * registers do not hold them across the chunk */
-        auto bload = [&](int hr, size_t off) {
-            return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(1, H) + c0, keep);
+        auto bload = [&](int hr, size_t off, int j = 0) {
+            return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(RK, H) + (size_t)j * H + c0, keep);
+        };
+        /* R >= 2: the row's x.B_j partials from phase ph's slots into t, with the row's sign; the epilogue of phase ph */
+        auto terms_r = [&](int ph, int hr, int (&t)[RK]) {
+#pragma unroll
+            for (int j = 0; j < RK; j++) {
+                const int v = sum4(tsx[(ph * RK + j) * RBM + row[hr]]);
+                t[j] = (row[hr] & 1) ? -v : v;
+            }
+        };
+        auto epi_r = [&](int ph, int hr, unsigned (&yl)[4], unsigned (&yu)[4]) {
+            int t[RK];
+            terms_r(ph, hr, t);
+            rec_epi_r<H, RK>(d, hr, t, a.noise + (size_t)(gc[hr] >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c0, s, ps, yl, yu);
+        };
+        /* x . B_j partials of the row's 16 bytes v into phase ph's slots (R >= 2) */
+        auto partials_r = [&](int ph, int hr, int4 v, size_t off) {
+#pragma unroll
+            for (int j = 0; j < RK; j++) partial(tsx + (ph * RK + j) * RBM, row[hr], dot16(v, bload(hr, off, j)));
         };
         auto pload = [&](int hr, int ph) {
             return R > 0 ? ldg_hint((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)((ph ? a.bh : a.bf) + c0));
@@ -409,7 +458,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 if (ok[hr] && st) stg_hint(a.XN + tb0 + gi, xo, once);
             }
         };
-        if (R > 0) /* the pairs' A rows (the previous row block read them before its last barrier) */
+        if (R == 1) /* the pairs' A rows (the previous row block read them before its last barrier) */
             for (int ch = tid; ch < 2 * 32 * H / 16; ch += NT) {
                 const int ph = ch / (32 * H / 16), p = (ch / (H / 16)) % 32, c = (ch % (H / 16)) * 16, gp = m0 + 2 * p;
                 cp_async16(As + (ph * 32 + p) * RRA + c,
@@ -431,7 +480,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             const size_t gi = (size_t)gc[hr] * H + c0;
             const int4 hv = ok[hr] ? __ldg((const int4 *)(a.Hs + gi)) : make_int4(0, 0, 0, 0);
             *(int4 *)(Xh + sw(row[hr], c0)) = hv;
-            if (R > 0) partial(tsx, row[hr], dot16(hv, bload(hr, a.off_uf)));
+            if (R > 1) partials_r(0, hr, hv, a.off_uf);
+            else if (R > 0) partial(tsx, row[hr], dot16(hv, bload(hr, a.off_uf)));
         }
         cp_wait<0>();
         fence_proxy_async(); /* Xh, read next by the tensor cores */
@@ -450,7 +500,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             for (int hr = 0; hr < 2; hr++) {
                 ef[hr] = ldg_hint(a.TF + tb + (size_t)gc[hr] * H + c0, once);
                 pf[hr] = pload(hr, 0);
-                if (R > 0 && H == 256) bn[hr] = bload(hr, a.off_uh); /* the phase's B noise under the MMA (at its use an L2
+                if (R == 1 && H == 256) bn[hr] = bload(hr, a.off_uh); /* the phase's B noise under the MMA (at its use an L2
                                                                       * latency a phase; at H = 128 its registers spill) */
             }
             /* EGG-LN of the previous timestep's R; at H = 128 at t = 0 too, not stored (Rs and lns hold the row block
@@ -463,7 +513,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             auto terms = [&](int phase) {
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) {
-                    const int t = R > 0 ? sum4(tsx[phase * RBM + row[hr]]) : 0;
+                    const int t = R == 1 ? sum4(tsx[phase * RBM + row[hr]]) : 0;
                     tt[hr] = (row[hr] & 1) ? -t : t;
                     if (EP == 2) Av[hr] = aload(phase, hr);
                 }
@@ -473,7 +523,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 unsigned yl[4], yu[4];
-                epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(0, hr), yl, yu);
+                if constexpr (R > 1) epi_r(0, hr, yl, yu);
+                else epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(0, hr), yl, yu);
                 int4 gv, pv;
                 const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
 #pragma unroll
@@ -484,7 +535,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 }
                 *(int4 *)(Gs + sw(row[hr], c0)) = gv;
                 *(int4 *)(Fs + sw(row[hr], c0)) = pv;
-                if (R > 0) partial(tsx + RBM, row[hr], dot16(gv, H == 256 ? bn[hr] : bload(hr, a.off_uh)));
+                if (R > 1) partials_r(1, hr, gv, a.off_uh);
+                else if (R > 0) partial(tsx + RBM, row[hr], dot16(gv, H == 256 ? bn[hr] : bload(hr, a.off_uh)));
             }
             fence_proxy_async(); /* g, read next by the tensor cores */
             __syncthreads();
@@ -497,14 +549,15 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 xv[hr] = ldg_hint(a.X + gi, once);
                 rz[hr] = rzn[gc[hr]];
                 ph[hr] = pload(hr, 1);
-                if (R > 0 && H == 256) bn[hr] = bload(hr, a.off_uf);
+                if (R == 1 && H == 256) bn[hr] = bload(hr, a.off_uf);
             }
             terms(1);
             wg_wait<0>();
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 unsigned yl[4], yu[4];
-                epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(1, hr), yl, yu);
+                if constexpr (R > 1) epi_r(1, hr, yl, yu);
+                else epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(1, hr), yl, yu);
                 int4 ho, ro;
                 const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0)), pv = *(const int4 *)(Fs + sw(row[hr], c0));
                 int sa = 0;
@@ -527,7 +580,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                     *(int4 *)(Rs + sw(row[hr], c0)) = ro;
                     partial(lns, row[hr], sa);
                 }
-                if (R > 0) partial(tsx, row[hr], dot16(ho, H == 256 ? bn[hr] : bload(hr, a.off_uf)));
+                if (R > 1) partials_r(0, hr, ho, a.off_uf);
+                else if (R > 0) partial(tsx, row[hr], dot16(ho, H == 256 ? bn[hr] : bload(hr, a.off_uf)));
             }
             if (WLP && lnf)
 #pragma unroll
