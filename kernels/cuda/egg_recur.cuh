@@ -367,6 +367,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
     int8_t *Fs = Rs + RBM * H, *As = Fs + RBM * H;   /* Fs: f + 127; As [2][32][RRA]: the pairs' A rows of Uf, Uh */
     /* R >= 2: the A values come from global memory (rec_epi_r) and As holds the x.B partials instead */
     constexpr int RK = R > 1 ? R : 1;
+    constexpr bool PRE = R == 1 && H == 256; /* a phase's B noise loaded under its MMA (bn), at rank 1 and H = 256 */
     int4 *lns = (int4 *)(As + 2 * 32 * RRA) + 2 * RBM;                      /* [RBM]: a row's sum |R| partials */
     int4 *tsx = R > 1 ? (int4 *)As : (int4 *)(As + 2 * 32 * RRA);          /* [2][RK][RBM]: a row's x.B_j partials of the H / 64
                                                                             * warpgroups (h, g) */
@@ -428,10 +429,11 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             terms_r(ph, hr, t);
             rec_epi_r<H, RK>(d, hr, t, a.noise + (size_t)(gc[hr] >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c0, s, ps, yl, yu);
         };
-        /* x . B_j partials of the row's 16 bytes v into phase ph's slots (R >= 2) */
-        auto partials_r = [&](int ph, int hr, int4 v, size_t off) {
+        /* x . B_j partials of the row's 16 bytes v into phase ph's slots (R > 0); pre: B_0 is b0, loaded under the MMA
+         * (rank 1 at H = 256) */
+        auto partials = [&](int ph, int hr, int4 v, size_t off, bool pre = false, int4 b0 = int4{}) {
 #pragma unroll
-            for (int j = 0; j < RK; j++) partial(tsx + (ph * RK + j) * RBM, row[hr], dot16(v, bload(hr, off, j)));
+            for (int j = 0; j < RK; j++) partial(tsx + (ph * RK + j) * RBM, row[hr], dot16(v, j == 0 && pre ? b0 : bload(hr, off, j)));
         };
         auto pload = [&](int hr, int ph) {
             return R > 0 ? ldg_hint((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)((ph ? a.bh : a.bf) + c0));
@@ -480,8 +482,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             const size_t gi = (size_t)gc[hr] * H + c0;
             const int4 hv = ok[hr] ? __ldg((const int4 *)(a.Hs + gi)) : make_int4(0, 0, 0, 0);
             *(int4 *)(Xh + sw(row[hr], c0)) = hv;
-            if (R > 1) partials_r(0, hr, hv, a.off_uf);
-            else if (R > 0) partial(tsx, row[hr], dot16(hv, bload(hr, a.off_uf)));
+            if (R > 0) partials(0, hr, hv, a.off_uf);
         }
         cp_wait<0>();
         fence_proxy_async(); /* Xh, read next by the tensor cores */
@@ -500,7 +501,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             for (int hr = 0; hr < 2; hr++) {
                 ef[hr] = ldg_hint(a.TF + tb + (size_t)gc[hr] * H + c0, once);
                 pf[hr] = pload(hr, 0);
-                if (R == 1 && H == 256) bn[hr] = bload(hr, a.off_uh); /* the phase's B noise under the MMA (at its use an L2
+                if (PRE) bn[hr] = bload(hr, a.off_uh); /* the phase's B noise under the MMA (at its use an L2
                                                                       * latency a phase; at H = 128 its registers spill) */
             }
             /* EGG-LN of the previous timestep's R; at H = 128 at t = 0 too, not stored (Rs and lns hold the row block
@@ -518,13 +519,17 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                     if (EP == 2) Av[hr] = aload(phase, hr);
                 }
             };
+            /* phase ph's epilogue of the row's accumulators: rank 1 with t and A from terms, rank 2-4 in epi_r */
+            auto epi_ph = [&](int ph, int hr, unsigned (&yl)[4], unsigned (&yu)[4]) {
+                if constexpr (R > 1) epi_r(ph, hr, yl, yu);
+                else epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(ph, hr), yl, yu);
+            };
             terms(0);
             wg_wait<0>();
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 unsigned yl[4], yu[4];
-                if constexpr (R > 1) epi_r(0, hr, yl, yu);
-                else epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(0, hr), yl, yu);
+                epi_ph(0, hr, yl, yu);
                 int4 gv, pv;
                 const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
 #pragma unroll
@@ -535,8 +540,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 }
                 *(int4 *)(Gs + sw(row[hr], c0)) = gv;
                 *(int4 *)(Fs + sw(row[hr], c0)) = pv;
-                if (R > 1) partials_r(1, hr, gv, a.off_uh);
-                else if (R > 0) partial(tsx + RBM, row[hr], dot16(gv, H == 256 ? bn[hr] : bload(hr, a.off_uh)));
+                if (R > 0) partials(1, hr, gv, a.off_uh, PRE, PRE ? bn[hr] : int4{});
             }
             fence_proxy_async(); /* g, read next by the tensor cores */
             __syncthreads();
@@ -549,15 +553,14 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 xv[hr] = ldg_hint(a.X + gi, once);
                 rz[hr] = rzn[gc[hr]];
                 ph[hr] = pload(hr, 1);
-                if (R == 1 && H == 256) bn[hr] = bload(hr, a.off_uf);
+                if (PRE) bn[hr] = bload(hr, a.off_uf);
             }
             terms(1);
             wg_wait<0>();
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 unsigned yl[4], yu[4];
-                if constexpr (R > 1) epi_r(1, hr, yl, yu);
-                else epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(1, hr), yl, yu);
+                epi_ph(1, hr, yl, yu);
                 int4 ho, ro;
                 const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0)), pv = *(const int4 *)(Fs + sw(row[hr], c0));
                 int sa = 0;
@@ -580,8 +583,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                     *(int4 *)(Rs + sw(row[hr], c0)) = ro;
                     partial(lns, row[hr], sa);
                 }
-                if (R > 1) partials_r(0, hr, ho, a.off_uf);
-                else if (R > 0) partial(tsx, row[hr], dot16(ho, H == 256 ? bn[hr] : bload(hr, a.off_uf)));
+                if (R > 0) partials(0, hr, ho, a.off_uf, PRE, PRE ? bn[hr] : int4{});
             }
             if (WLP && lnf)
 #pragma unroll
