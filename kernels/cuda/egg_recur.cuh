@@ -416,17 +416,14 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
         auto bload = [&](int hr, size_t off, int j = 0) {
             return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(RK, H) + (size_t)j * H + c0, keep);
         };
-        /* R >= 2: the row's x.B_j partials from phase ph's slots into t, with the row's sign; the epilogue of phase ph */
-        auto terms_r = [&](int ph, int hr, int (&t)[RK]) {
+        /* R >= 2: the epilogue of phase ph, t_j the row's x.B_j from the phase's slots with the row's sign */
+        auto epi_r = [&](int ph, int hr, unsigned (&yl)[4], unsigned (&yu)[4]) {
+            int t[RK];
 #pragma unroll
             for (int j = 0; j < RK; j++) {
                 const int v = sum4(tsx[(ph * RK + j) * RBM + row[hr]]);
                 t[j] = (row[hr] & 1) ? -v : v;
             }
-        };
-        auto epi_r = [&](int ph, int hr, unsigned (&yl)[4], unsigned (&yu)[4]) {
-            int t[RK];
-            terms_r(ph, hr, t);
             rec_epi_r<H, RK>(d, hr, t, a.noise + (size_t)(gc[hr] >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c0, s, ps, yl, yu);
         };
         /* x . B_j partials of the row's 16 bytes v into phase ph's slots (R > 0); pre: B_0 is b0, loaded under the MMA
