@@ -193,6 +193,7 @@ struct CudaImpl {
                                * EGG_CUDA_WIDE=0: mmw_kernel; =1: mmd_kernel at N = 256 only) */
     bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
     bool mmx512;              /* and the K = 512 ones (one X buffer a CTA; EGG_CUDA_MMX512=0: mmw_kernel) */
+    bool rgemm;               /* rank 2-4 in mmx_kernel and mmd_kernel, x . B_j from xb_kernel (EGG_CUDA_RGEMM=0: mm_kernel) */
     bool resw;                /* mmx_kernel keeps W resident where its tiles fit the stages (EGG_CUDA_RESW=0: streamed) */
     bool fmlp;                /* H = 128/256: a layer's up and down in one mlp_kernel launch, U never in DRAM (EGG_CUDA_FMLP=0: two GEMMs) */
 #endif
@@ -231,9 +232,9 @@ struct CudaImpl {
     double plast, pt[16];
     long long pn[16];
 };
-enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_LN2, P_UP, P_DOWN, P_MLP, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_N };
+enum { P_EMB, P_LN, P_MM_X, P_MM_H, P_LN2, P_UP, P_DOWN, P_MLP, P_HEAD, P_LOSS, P_NOISE, P_UPD_OP, P_UPD_MM, P_UPD_VEC, P_XB, P_N };
 static const char *pname[P_N] = {"embed", "ln", "mm Wf/Wh", "recurrence", "ln2", "mm up", "mm down+res", "mlp (fused)", "mm head",
-                                 "loss", "noise", "upd operands", "upd gemm", "upd vectors"};
+                                 "loss", "noise", "upd operands", "upd gemm", "upd vectors", "x.B (rank 2-4)"};
 /* the noise blob's rows of x's pairs (a part's first pair is mb / 2 of the rank's) */
 static const int8_t *ctx_noise(const CudaImpl *c, const Ctx *x) { return c->noise + (size_t)(x->mb / 2) * c->pstride; }
 static void prof_mark(CudaImpl *c, int cat) {
@@ -1262,6 +1263,20 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 CK(cudaFuncSetAttribute(mmd_kernel<1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
                 CK(cudaFuncSetAttribute(mmd_kernel<1, 0, MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
                 CK(cudaFuncSetAttribute(mmd_kernel<0, 0, MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
+            }
+            { /* rank 2-4 in mmx_kernel and mmd_kernel */
+                const char *eg = getenv("EGG_CUDA_RGEMM");
+                c->rgemm = !(eg && atoi(eg) == 0) && (size_t)mmx_smem_bytes(0, 4) <= prop.sharedMemPerBlockOptin &&
+                           (size_t)mmd_smem_bytes(4) <= prop.sharedMemPerBlockOptin;
+                if (c->rgemm) {
+#define MXR_ATTR(R, EP, KT) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes(0, R)));
+#define MDR_ATTR(R, W, M) CK(cudaFuncSetAttribute(mmd_kernel<R, W, M>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(R)));
+#define RG_ATTR(R) MXR_ATTR(R, 0, 2) MXR_ATTR(R, 0, 4) MXR_ATTR(R, 0, 8) MXR_ATTR(R, 2, 2) MXR_ATTR(R, 2, 4) MDR_ATTR(R, 0, MODE_RESID) MDR_ATTR(R, 1, MODE_RESID) MDR_ATTR(R, 0, MODE_PLAIN) MDR_ATTR(R, 1, MODE_PLAIN)
+                    RG_ATTR(2) RG_ATTR(3) RG_ATTR(4)
+#undef RG_ATTR
+#undef MDR_ATTR
+#undef MXR_ATTR
+                }
             }
             const char *ef = getenv("EGG_CUDA_FMLP");
             c->fmlp = !(ef && atoi(ef) == 0) && (size_t)mlp_smem_bytes(256) <= prop.sharedMemPerBlockOptin;

@@ -5,11 +5,96 @@
 #ifndef EGG_FORWARD_CUH
 #define EGG_FORWARD_CUH
 
+#ifdef EGG_MMP
+/* rank 2-4 in the persistent GEMMs (sm_90a, W's permuted copy; EGG_CUDA_RGEMM=0: mm_kernel): PLAIN with K = 128, 256
+ * (512) in mmx_kernel, RESID with N a multiple of 256 and PLAIN with K > 512 in mmd_kernel, after xb_kernel's T (each
+ * row's sign * x . B_j into a.T; where a has a second matrix, for both: *tboth = 1, and the second's launch finds its
+ * rows at a.T + 4 M, a.tready). *done = 0 where none applies (mm_kernel runs it) */
+static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, egg_err *err) {
+    *done = 0;
+    const int R = a.r;
+    if (!c->rgemm || R < 2 || R > 4 || !a.T || c->mmw_ctas <= 0 || !c->tmap_encode || !a.Wp || (mode != MODE_PLAIN && mode != MODE_RESID))
+        return 0;
+    const uintptr_t al = (uintptr_t)a.Y | (uintptr_t)a.other | (uintptr_t)a.X | (uintptr_t)a.Wp | (uintptr_t)a.ldx | (uintptr_t)a.ldw |
+                         (uintptr_t)a.ldy | (uintptr_t)a.pstride | (uintptr_t)a.T | (uintptr_t)a.aoff | (uintptr_t)(a.Y2 ? a.aoff2 : 0);
+    if ((al & 15) || a.N % BN || a.K % BK || a.wrap <= 0 || a.wrap % (BM / 2) || a.M % (2 * a.wrap) || a.pstride >= ((size_t)1 << 31)) return 0;
+    const bool mx = mode == MODE_PLAIN && (a.K == 128 || a.K == 256 || (a.K == 512 && c->mmx512)) && c->mmx;
+    const bool md = !mx && a.N % (2 * BN) == 0 && c->mmd &&
+                    ((mode == MODE_RESID && (a.N == 2 * BN || c->mmd > 1)) || (mode == MODE_PLAIN && a.K > 512 && c->mmd > 1));
+    if (!mx && !md) return 0;
+    CUtensorMap tmx, tmw, tmn;
+    memset(&tmx, 0, sizeof tmx);
+    memset(&tmw, 0, sizeof tmw);
+    memset(&tmn, 0, sizeof tmn);
+    if (!tmap_2d(c->tmap_encode, &tmx, a.X, a.K, a.M, a.ldx, BM) || !tmap_2d(c->tmap_encode, &tmw, a.Wp, a.K, a.N, a.ldw, BN) ||
+        !tmap_2d(c->tmap_encode, &tmn, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2, BN))
+        return 0;
+    if (!a.tready) { /* T (xb_kernel): G lanes a pair, CH chunks a lane with B in registers where K = 16 CH G fits */
+        const int nm = a.Y2 ? 2 : 1, kc = a.K / 16;
+        int ch = 0, G = 32;
+        if (kc == 8) ch = 1, G = 8;
+        else if (kc == 16 || kc == 32 || kc == 64) ch = 2, G = kc / 2;
+        else if (kc == 128 && nm == 1) ch = 4, G = 32;
+        /* timestep slices: about 32 warps an SM (rows [time][members]: M a multiple of the members) */
+        const int tcs = a.M / (2 * a.wrap);
+        int tsl = (int)(((long long)c->nsm * 1024) / ((long long)a.wrap * G));
+        tsl = tsl < 1 ? 1 : tsl > tcs ? tcs : tsl;
+        const int nb = (int)(((long long)a.wrap * tsl * G + 255) / 256);
+        const size_t bo = a.aoff + a_span(R, a.N), bo2 = a.aoff2 + a_span(R, a.N);
+#define XB_GO(RR, NM, CH) xb_kernel<RR, NM, CH><<<nb, 256, 0, c->st>>>(a.M, a.K, a.X, a.ldx, a.noise, a.pstride, bo, bo2, a.wrap, G, tsl, a.T)
+#define XB_CH(RR, NM) (ch == 1 ? XB_GO(RR, NM, 1) : ch == 2 ? XB_GO(RR, NM, 2) : ch == 4 ? XB_GO(RR, NM, 4) : XB_GO(RR, NM, 0))
+#define XB_NM(RR) (nm == 2 ? XB_CH(RR, 2) : XB_CH(RR, 1))
+        if (R == 2) XB_NM(2);
+        else if (R == 3) XB_NM(3);
+        else XB_NM(4);
+#undef XB_NM
+#undef XB_CH
+#undef XB_GO
+        *tboth = nm == 2;
+        CKL();
+        prof_mark(c, P_XB);
+    }
+    a.mtn = (a.M + BM - 1) / BM;
+    a.ntn = a.N / BN;
+    a.tma = 1;
+    if (mx) {
+        const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas;
+        a.resw = c->resw;
+        const bool e8 = a.s == 8 && a.pshift == 8; /* K <= 256 at the default sigma-shift: epi_quad_r8 */
+#define MXR_GO(RR, EP, KT) mmx_kernel<RR, EP, KT, 0><<<nx, MX_THREADS, mmx_smem_bytes(0, RR), c->st>>>(a, tmx, tmw, tmn, tmn, tmw)
+#define MXR_K(RR) (a.K == 512 ? MXR_GO(RR, 0, 8) : a.K == 256 ? (e8 ? MXR_GO(RR, 2, 4) : MXR_GO(RR, 0, 4)) : (e8 ? MXR_GO(RR, 2, 2) : MXR_GO(RR, 0, 2)))
+        if (R == 2) MXR_K(2);
+        else if (R == 3) MXR_K(3);
+        else MXR_K(4);
+#undef MXR_K
+#undef MXR_GO
+    } else { /* p in 64 bits where K > 512 */
+        const int td = a.mtn * (a.ntn >> 1), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
+#define MDR_GO(RR, W, M) mmd_kernel<RR, W, M><<<nd, MX_THREADS, mmd_smem_bytes(RR), c->st>>>(a, tmx, tmw, tmn, tmn)
+#define MDR_M(RR, W) (mode == MODE_RESID ? MDR_GO(RR, W, MODE_RESID) : MDR_GO(RR, W, MODE_PLAIN))
+#define MDR_R(RR) (a.K > 512 ? MDR_M(RR, 1) : MDR_M(RR, 0))
+        if (R == 2) MDR_R(2);
+        else if (R == 3) MDR_R(3);
+        else MDR_R(4);
+#undef MDR_R
+#undef MDR_M
+#undef MDR_GO
+    }
+    CKL();
+    *done = 1;
+    return 0;
+}
+#endif
 /* one launch of GEMM a; where a has a second matrix (a.Y2) and the mmx_kernel path runs both in that launch,
- * *both = 1 (else the second is left to launch_mm) */
-static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) {
+ * *both = 1 (else the second is left to launch_mm); *tboth = 1 where launch_mmr's T covers the second too */
+static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, egg_err *err) {
     dim3 grid((a.M + BM - 1) / BM, (a.N + BN - 1) / BN, 1);
 #ifdef EGG_MMP
+    if (mode != MODE_UPDATE && a.r >= 2) {
+        int done = 0;
+        const int rc = launch_mmr(c, mode, a, &done, tboth, err);
+        if (rc || done) return rc;
+    }
     /* the update's GEMM (K = the pairs, ld = K, a multiple of 64) in the warp-specialised kernel: K split
      * into pieces so the tiles cover the GPU's CTAs twice, partial sums added into Z */
     if (mode == MODE_UPDATE && c->mmw_ctas > 0 && ((uintptr_t)a.X | (uintptr_t)a.W | (uintptr_t)a.ldx | (uintptr_t)a.ldw) % 16 == 0) {
@@ -161,12 +246,14 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, egg_err *err) 
 
 /* GEMM a, and a's second matrix where it has one (a.Y2: in the same launch, or a second one) */
 static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
-    int both = 0, rc = launch_mm1(c, mode, a, &both, err);
+    int both = 0, tboth = 0, rc = launch_mm1(c, mode, a, &both, &tboth, err);
     if (rc || !a.Y2 || both) return rc;
     MMArgs b = a;
     b.W = a.W2; b.Wp = a.Wp2; b.aoff = a.aoff2; b.Y = a.Y2;
     b.W2 = b.Wp2 = NULL; b.Y2 = NULL;
-    return launch_mm1(c, mode, b, &both, err);
+    if (a.T) b.T = a.T + 4 * (size_t)a.M; /* its rows of T, there already where tboth */
+    b.tready = tboth;
+    return launch_mm1(c, mode, b, &both, &tboth, err);
 }
 
 static const int8_t *tp(const CudaImpl *c, int id) { return c->params + c->m->t[id].off; }
@@ -231,7 +318,7 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
     const egg_tensor *t = &c->m->t[id];
     MMArgs a;
     memset(&a, 0, sizeof a);
-    if (mx) { a.f = mx->f; a.xres = mx->xres; a.hs = mx->hs; a.rz = mx->rz; a.W2 = mx->W2; a.Wp2 = mx->Wp2; a.aoff2 = mx->aoff2; a.Y2 = mx->Y2; }
+    if (mx) { a.f = mx->f; a.xres = mx->xres; a.hs = mx->hs; a.rz = mx->rz; a.W2 = mx->W2; a.Wp2 = mx->Wp2; a.aoff2 = mx->aoff2; a.Y2 = mx->Y2; a.T = mx->T; }
     a.X = X; a.ldx = t->cols; a.W = tp(c, id); a.ldw = t->cols;
     a.Wp = c->wperm && c->wp_ok[id] ? c->wperm + t->off : NULL;
     a.M = rows; a.N = t->rows; a.K = t->cols; a.wrap = x->n / 2;
@@ -350,6 +437,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         CKL();
         prof_mark(c, P_LN);
     }
+    MMArgs tfx; /* rank 2-4: up's, down's and the head's T (16 bytes a row) in TF, free once the recurrence has read it */
+    memset(&tfx, 0, sizeof tfx);
+    tfx.T = (int32_t *)x->TF;
     for (int t0 = 0; t0 < T; t0 += x->tc) {
         const int tc = T - t0 < x->tc ? T - t0 : x->tc, rows = n * tc, rbt = (rows + wpb - 1) / wpb;
         /* layer 0's EGG-LN1 in the embedding where its lanes are ln16_kernel's (EGG_CUDA_EMBLN=0: an LN launch) */
@@ -385,6 +475,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 const int ih = id0 + EGG_L_WH;
                 m2.W2 = tp(c, ih); m2.Wp2 = c->wperm && c->wp_ok[ih] ? c->wperm + c->m->t[ih].off : NULL; m2.aoff2 = c->noff[ih];
                 m2.Y2 = x->TH;
+                m2.T = (int32_t *)x->U; /* rank 2-4: both matrices' T (32 bytes a row) in U, free until up */
                 if ((rc = mm(c, x, rows, id0 + EGG_L_WF, noisy, x->XN, x->TF, MODE_PLAIN, NULL, -1, NULL, NULL, &m2, err))) return rc;
             }
             prof_mark(c, P_MM_X);
@@ -478,15 +569,15 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             if (fused) prof_mark(c, P_MLP);
 #endif
             if (!fused) {
-                if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
+                if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, &tfx, err))) return rc;
                 prof_mark(c, P_UP);
-                if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, NULL, err))) return rc;
+                if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, &tfx, err))) return rc;
                 prof_mark(c, P_DOWN);
             }
         }
         if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), 2 * L, nz, lnp, x->XN, err))) return rc;
         prof_mark(c, P_LN);
-        if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, NULL, err))) return rc;
+        if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, &tfx, err))) return rc;
         prof_mark(c, P_HEAD);
         const int lb = (n + wpb - 1) / wpb;
         if (c->ln_vec && V == 256) loss_vec_kernel<2><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);

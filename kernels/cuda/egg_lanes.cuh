@@ -1,10 +1,11 @@
 /* egg: byte and int16-lane arithmetic for sm_90 kernels, the chunk recurrence's gate and mix on four members'
  * bytes at a time, and the residual's clipped add. Included by kernels/cuda/egg_sm90.cuh (the sm_90a section)
  * and by tests/cuda_lanes.cu, which checks rec_gate4, rec_mix4 and add_clip4_lanes exhaustively against the CPU
- * reference (src/egg_math.h). */
+ * reference (src/egg_math.h), and epi_quad_r at the bounds of its domain against egg_mm_out. */
 #ifndef EGG_LANES_CUH
 #define EGG_LANES_CUH
-#include "cuda/egg_ln.cuh" /* dp2a */
+#include "cuda/egg_ln.cuh"  /* dp2a */
+#include "cuda/egg_epi.cuh" /* pack2_clip8 */
 /* Byte and 16-bit-lane arithmetic of the chunk recurrence's passes, the GEMM epilogues at output shift 8 and
  * the recurrence's EGG-LN (sm_90: VIADD.16x2, VIADDMNMX.S16x2 and VIMNMX.S16x2 work on two int16 lanes per instruction; prmt
  * moves bytes, a selector nibble's bit 3 replicating the chosen byte's sign). A word of four int8 is two words
@@ -68,5 +69,49 @@ __device__ __forceinline__ void rec_mix4(unsigned yl, unsigned yu, unsigned e, u
  * instruction and compile to ~20 integer instructions a word; this is 9) */
 __device__ __forceinline__ unsigned add_clip4_lanes(unsigned y, unsigned o) {
     return pack4(clip2_add(lo2(y), lo2(o)), clip2_add(hi2(y), hi2(o)));
+}
+/* four adjacent outputs (v0 v1 u0 u1) of the rank-R epilogue (R = 2..4: the chunk recurrence and the persistent
+ * GEMMs) as int8 bytes: clip8((v + (p >> ps)) >> s) with p = sum_j t_j A_j (Aw[j]: the four outputs' A bytes of rank j),
+ * as egg_mm_out. p in 32 bits (W64 false) where |t_j A_j| <= 127 * 90 * K * 90 keeps |p| < 2^31: K <= 512 at rank 4;
+ * else in 64 bits, where p >> ps (ps >= 4) and its sum with v fit int32 for every K the model has (<= 4096) */
+template <int R, bool W64>
+__device__ __forceinline__ unsigned epi_quad_r(int v0, int v1, int u0, int u1, const unsigned (&Aw)[R], const int (&t)[R], int s, int ps) {
+    int q0, q1, q2, q3;
+    if (W64) {
+        long long p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            p0 += (long long)t[j] * sx8<0>(Aw[j]);
+            p1 += (long long)t[j] * sx8<1>(Aw[j]);
+            p2 += (long long)t[j] * sx8<2>(Aw[j]);
+            p3 += (long long)t[j] * sx8<3>(Aw[j]);
+        }
+        q0 = (int)(p0 >> ps); q1 = (int)(p1 >> ps); q2 = (int)(p2 >> ps); q3 = (int)(p3 >> ps);
+    } else {
+        int p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            p0 += t[j] * sx8<0>(Aw[j]);
+            p1 += t[j] * sx8<1>(Aw[j]);
+            p2 += t[j] * sx8<2>(Aw[j]);
+            p3 += t[j] * sx8<3>(Aw[j]);
+        }
+        q0 = p0 >> ps; q1 = p1 >> ps; q2 = p2 >> ps; q3 = p3 >> ps;
+    }
+    return pack2_clip8((v0 + q0) >> s, (v1 + q1) >> s) | pack2_clip8((u0 + q2) >> s, (u1 + q3) >> s) << 16;
+}
+/* epi_quad_r at s = 8 and ps = 8 (K <= 256), its arguments 256 v (mmx_kernel's copy of the accumulators): (v + (p >> 8))
+ * >> 8 = (256 v + p) >> 16 (the floors compose; |256 v + p| <= 256 * 127 * 127 * 256 + 4 * 127 * 90 * 256 * 90 < 2^31),
+ * bytes 2, 3 of each sum as int16 lanes, clipped there (as epi_lanes8<true>) */
+template <int R>
+__device__ __forceinline__ unsigned epi_quad_r8(int v0, int v1, int u0, int u1, const unsigned (&Aw)[R], const int (&t)[R]) {
+#pragma unroll
+    for (int j = 0; j < R; j++) {
+        v0 += t[j] * sx8<0>(Aw[j]);
+        v1 += t[j] * sx8<1>(Aw[j]);
+        u0 += t[j] * sx8<2>(Aw[j]);
+        u1 += t[j] * sx8<3>(Aw[j]);
+    }
+    return pack4(clip2_add(prmt<0x7632>((unsigned)v0, (unsigned)v1), 0), clip2_add(prmt<0x7632>((unsigned)u0, (unsigned)u1), 0));
 }
 #endif

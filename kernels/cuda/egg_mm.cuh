@@ -62,6 +62,9 @@ struct MMArgs {
      * gtab[t].z rows and .w columns, its votes at Z + gzoff[t] */
     const int4 *items; int nitems; const int4 *gtab; const long long *gzoff;
     int resw;                        /* mmx_kernel: W resident where all its tiles fit the stages (EGG_CUDA_RESW=0: streamed) */
+    /* rank 2-4 in mmx_kernel and mmd_kernel: T [M][4] int32, row m's sign * x_m . B_j (j < r; xb_kernel, before the
+     * launch); the caller's scratch, room for two matrices where a has a second (its T at T + 4 M) */
+    int32_t *T; int tready;          /* tready: T holds this GEMM's rows already (a pair's second: xb_kernel ran for both) */
 };
 /* the W row that row o of its permuted copy holds: in each block of 128 rows, row 8 jn + 2 tig + b holds
  * 64 (jn / 8) + 16 tig + 2 (jn % 8) + b: a wgmma accumulator's columns 8 jn + 2 tig (+1), jn < 16, become two runs

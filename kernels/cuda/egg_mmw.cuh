@@ -220,23 +220,29 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
  *    from an m64n32k32 per k32 on the row block's first tile; only W and the tile's A rows go through the stages;
  *  - a warpgroup issues tile it + 1's MMAs before tile it's epilogue, which works on a copy of the accumulators
  *    (reading them after wgmma.wait_group 1, while the next tile's MMAs run, made ptxas serialise every wgmma);
- *  - the tiles' A rows take a ring of MX_AS buffers: with two, the producer waited on the epilogue two tiles back
+ *  - the tiles' A rows take a ring of mx_as buffers: with two, the producer waited on the epilogue two tiles back
  *    before any later load, and the consumers then waited on their stages.
  * Same MMAs (rows and columns) and epilogue (wg_frag_direct) as mmw_kernel. */
-#define MX_AS 4 /* tiles' A-row buffers: the producer loads tile it's after tile it - MX_AS's epilogue read its own */
-/* DUAL (two GEMMs of one X, Wf and Wh): both matrices' B rows resident, so 8 W stages instead of 10 */
+/* tiles' A-row buffers: the producer loads tile it's after tile it - mx_as's epilogue read its own; at rank R >= 2 a
+ * buffer holds R ranks' rows ([R][BM/2][BN]), three of them at R >= 3 */
+__host__ __device__ constexpr int mx_as(int R) { return R >= 3 ? 3 : 4; }
+__host__ __device__ constexpr int mx_arows(int R) { return R >= 2 ? R : 1; }
+/* DUAL (two GEMMs of one X, Wf and Wh): both matrices' B rows resident, so 8 W stages instead of 10; 8 at rank 4 too
+ * (its A rows) */
 /* the row block's X and B rows take 8 k-steps of buffer: two buffers (by row-block parity: the next row block loads
- * under this one's tiles) at K <= 256, one at K = 512 (KT 8: the next row block loads after this one's last MMAs) */
+ * under this one's tiles) at K <= 256, one at K = 512 (KT 8: the next row block loads after this one's last MMAs).
+ * At rank R >= 2 no B rows: x . B_j comes from T (xb_kernel) */
 __host__ __device__ constexpr int mx_xbufs(int kt) { return kt > 4 ? 1 : 2; }
-__host__ __device__ constexpr int mx_stages(int dual) { return dual ? 8 : 10; }
-__host__ __device__ constexpr int mmx_smem_bytes(int dual) {
-    return mx_stages(dual) * BN * BK + 2 * 4 * BM * BK + (1 + dual) * 2 * 4 * (BM / 2) * BK + MX_AS * (BM / 2) * BN + (1 + dual) * 2 * BM * 4 +
-           (2 * mx_stages(dual) + 4 + 2 * MX_AS) * 8;
+__host__ __device__ constexpr int mx_stages(int dual, int R = 1) { return dual || R >= 4 ? 8 : 10; }
+__host__ __device__ constexpr int mmx_smem_bytes(int dual, int R = 1) {
+    return mx_stages(dual, R) * BN * BK + 2 * 4 * BM * BK + (R >= 2 ? 0 : (1 + dual) * 2 * 4 * (BM / 2) * BK) + mx_as(R) * mx_arows(R) * (BM / 2) * BN +
+           (1 + dual) * 2 * BM * 4 + (2 * mx_stages(dual, R) + 4 + 2 * mx_as(R)) * 8;
 }
 #ifdef MMP_WGMMA
 template <int R, int w, int EP, int KT, int DUAL>
 struct MmxConsumer {
-    static constexpr int S = mx_stages(DUAL), NT = 1 + DUAL; /* stages; matrices */
+    static constexpr int S = mx_stages(DUAL, R), NT = 1 + DUAL; /* stages; matrices */
+    static constexpr int AS = mx_as(R), AB = mx_arows(R) * (BM / 2) * BN; /* A-row buffers, bytes each */
     static constexpr int XB = mx_xbufs(KT), XL = 8 / XB;      /* X / B row buffers (by row block), k-steps each */
     const MMArgs &a;
     const int8_t *As;
@@ -262,7 +268,7 @@ struct MmxConsumer {
             if (!resw || q == 0) mbar_wait(full + sk, resw ? 0u : ph);
             const unsigned so = sk * (BN * BK >> 4);
             wg_fence();
-            if (R > 0 && nl == 0) { /* x . B of the row block's 64 rows against the warpgroup's 32 pairs */
+            if (R == 1 && nl == 0) { /* x . B of the row block's 64 rows against the warpgroup's 32 pairs */
                 wg_mma_k64(dt, dx0 + xo + kt * (BM * BK >> 4), db0 + bo + kt * ((BM / 2) * BK >> 4), kt > 0);
             }
             wg_mma_k64(d, dx0 + xo + kt * (BM * BK >> 4), dw0 + so, kt > 0);
@@ -273,7 +279,9 @@ struct MmxConsumer {
     /* the tile's MMAs done: its stages released, its accumulators copied out (opaque moves: the compiler keeps
      * them after the wait, and the copies are no accumulators of the next tile's MMAs; EP 2: as 256 v, the
      * epilogue's first operation, so the copy costs no instruction of its own: EP 3) */
+    int4 tr[2]; /* rank 2-4: the row block's T rows (loaded under its first tile's MMAs) */
     __device__ __forceinline__ void retire(int q, int ni, const int (&d)[64], const int (&dt)[16], int (&e)[64]) {
+        if (R >= 2 && ni == 0) load_tr(a, ((int)blockIdx.x + q * (int)gridDim.x) * BM, warp, gid, tr);
         wg_wait<0>();
         if (!resw)
 #pragma unroll
@@ -288,7 +296,7 @@ struct MmxConsumer {
             else asm volatile("mov.b32 %0, %1;" : "=r"(e[i]) : "r"(d[i]));
         }
         const int tn = DUAL && ni >= half;
-        if (R > 0 && ni == tn * half) { /* a warp's ts rows are its own fragment rows */
+        if (R == 1 && ni == tn * half) { /* a warp's ts rows are its own fragment rows */
             wg_ts(dt, ts + ((q & 1) * NT + tn) * BM, warp, gid, tig);
             __syncwarp();
         }
@@ -296,10 +304,13 @@ struct MmxConsumer {
     __device__ __forceinline__ void epilogue(int it, int q, int ni, const int (&e)[64]) {
         const int4 ot[4] = {}; /* PLAIN: no residual */
         const int tn = DUAL && ni >= half;
-        if (R > 0 && resw) mbar_wait(afull + it % MX_AS, (unsigned)(it / MX_AS) & 1);
-        wg_frag_direct<MODE_PLAIN, R, EP == 2 ? 3 : EP>(a, e, As + (it % MX_AS) * (BM / 2) * BN, ts + ((q & 1) * NT + tn) * BM,
-                                          ((int)blockIdx.x + q * (int)gridDim.x) * BM, (ni - tn * half) * BN, warp, gid, tig, ot,
-                                          aempty + it % MX_AS, tn ? a.Y2 : a.Y);
+        if (R > 0 && resw) mbar_wait(afull + it % AS, (unsigned)(it / AS) & 1);
+        const int m0 = ((int)blockIdx.x + q * (int)gridDim.x) * BM, n0 = (ni - tn * half) * BN;
+        if constexpr (R >= 2)
+            wg_frag_direct_r<MODE_PLAIN, R, false, EP == 2>(a, e, As + (it % AS) * AB, tr, m0, n0, warp, gid, tig, ot, aempty + it % AS, a.Y);
+        else
+            wg_frag_direct<MODE_PLAIN, R, EP == 2 ? 3 : EP>(a, e, As + (it % AS) * AB, ts + ((q & 1) * NT + tn) * BM, m0, n0, warp, gid, tig, ot,
+                                                            aempty + it % AS, tn ? a.Y2 : a.Y);
     }
 };
 /* a warpgroup's tiles: tile it + 1's MMAs run under tile it's epilogue, which works on a copy of its accumulators */
@@ -329,17 +340,18 @@ __device__ __forceinline__ void mmx_consume(const MMArgs &a, const int8_t *Ws, c
 template <int R, int EP, int KT, int DUAL = 0> /* DUAL: tmw2 (a.Wp2's map) the second matrix, tiles a.ntn / 2.. its */
 __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, const __grid_constant__ CUtensorMap tmw2) {
 #ifdef MMP_WGMMA
-    constexpr int S = mx_stages(DUAL), NT = 1 + DUAL;
+    constexpr int S = mx_stages(DUAL, R), NT = 1 + DUAL;
     constexpr int XB = mx_xbufs(KT), XL = 8 / XB; /* X / B buffers, k-steps each */
-    static_assert(KT <= XL && !(DUAL && XB < 2), "mmx_kernel: K <= 512, DUAL only at K <= 256");
+    constexpr int AS = mx_as(R), AR = mx_arows(R);  /* A-row buffers, ranks each */
+    static_assert(KT <= XL && !(DUAL && XB < 2) && !(DUAL && R >= 2), "mmx_kernel: K <= 512, DUAL only at K <= 256 and rank <= 1");
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                  /* stage s: W [BN][BK] */
     int8_t *Xr = Ws + S * BN * BK;                /* [XB][XL][BM][BK]: the row block's X rows, buffer q % XB */
-    int8_t *Br = Xr + 2 * 4 * BM * BK;            /* [XB][NT][XL][BM/2][BK]: its pairs' B rows (of each matrix) */
-    int8_t *As = Br + NT * 2 * 4 * (BM / 2) * BK; /* [MX_AS][BM/2][BN]: the tile's pairs' A rows, tile it's in buffer it % MX_AS */
-    int *ts = (int *)(As + MX_AS * (BM / 2) * BN);    /* [2][NT][BM]: sign * (x . B), by row-block parity */
+    int8_t *Br = Xr + 2 * 4 * BM * BK;            /* [XB][NT][XL][BM/2][BK]: its pairs' B rows (of each matrix; rank 1) */
+    int8_t *As = Br + (R >= 2 ? 0 : NT * 2 * 4 * (BM / 2) * BK); /* [AS][AR][BM/2][BN]: the tile's pairs' A rows, tile it's in buffer it % AS */
+    int *ts = (int *)(As + AS * AR * (BM / 2) * BN);  /* [2][NT][BM]: sign * (x . B), by row-block parity (rank 1) */
     uint64_t *full = (uint64_t *)(ts + NT * 2 * BM), *empty = full + S, *xfull = empty + S, *xempty = xfull + 2, *aempty = xempty + 2;
-    uint64_t *afull = aempty + MX_AS;
+    uint64_t *afull = aempty + AS;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     /* W resident where every tile's stages fit (Wf, Wh at hidden 256, a head of <= 256 rows): they load with the CTA's
      * first row block and stay, and the tiles' A rows complete afull. Not with DUAL (Wf and Wh at 128), which ran 6%
@@ -354,7 +366,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
             mbar_init(xfull + u, 1);
             mbar_init(xempty + u, 256);
         }
-        for (int u = 0; u < MX_AS; u++) {
+        for (int u = 0; u < AS; u++) {
             mbar_init(aempty + u, 256);
             mbar_init(afull + u, 1);
         }
@@ -369,14 +381,19 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
             int j = 0, it = 0;
             const int half = a.ntn / NT;
             const uint64_t once = l2_policy(L2_FIRST), keep = l2_policy(L2_LAST);
+            /* tile it's pairs' A rows (of each rank: A_j at column aoff + j N) into its buffer */
+            auto load_a = [&](int it, int tn, int n0, int p0, uint64_t *bar) {
+                for (int j = 0; j < AR; j++)
+                    tma_load_2d(As + (it % AS) * AR * (BM / 2) * BN + j * (BM / 2) * BN, &tmn, (int)(tn ? a.aoff2 : a.aoff) + j * a.N + n0, p0, bar, keep);
+            };
             for (int q = 0; q < nrb; q++) {
                 const int m0 = ((int)blockIdx.x + q * G) * BM, u = q % XB;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
                 if (q >= XB) mbar_wait(xempty + u, (unsigned)(q / XB - 1) & 1);
-                mbar_expect_tx(xfull + u, KT * BM * BK + (R > 0 ? NT * KT * (BM / 2) * BK : 0));
+                mbar_expect_tx(xfull + u, KT * BM * BK + (R == 1 ? NT * KT * (BM / 2) * BK : 0));
                 for (int kt = 0; kt < KT; kt++) {
                     tma_load_2d(Xr + (u * XL + kt) * BM * BK, &tmx, kt * BK, m0, xfull + u, once);
-                    if (R > 0) /* B boxes of 32 pairs */
+                    if (R == 1) /* B boxes of 32 pairs */
                         for (int tn = 0; tn < NT; tn++) {
                             const int kb = (int)((tn ? a.aoff2 : a.aoff) + a_span(1, a.N)) + kt * BK;
                             int8_t *bb = Br + ((u * NT + tn) * XL + kt) * (BM / 2) * BK;
@@ -393,19 +410,18 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
                             tma_load_2d(Ws + st * BN * BK, tn ? &tmw2 : &tmw, kt * BK, n0, full + st, keep);
                         }
                         if (R > 0 && kt == 0) {
-                            if (it >= MX_AS) mbar_wait(aempty + it % MX_AS, (unsigned)(it / MX_AS - 1) & 1);
-                            mbar_expect_tx(afull + it % MX_AS, (BM / 2) * BN);
-                            tma_load_2d(As + (it % MX_AS) * (BM / 2) * BN, &tmn, (int)(tn ? a.aoff2 : a.aoff) + n0, p0, afull + it % MX_AS, keep);
+                            if (it >= AS) mbar_wait(aempty + it % AS, (unsigned)(it / AS - 1) & 1);
+                            mbar_expect_tx(afull + it % AS, AR * (BM / 2) * BN);
+                            load_a(it, tn, n0, p0, afull + it % AS);
                         }
                     }
                     for (int kt = 0; kt < KT && !resw; kt++, j++) {
                         const int st = j % S;
                         if (j >= S) mbar_wait(empty + st, (unsigned)(j / S - 1) & 1);
-                        if (R > 0 && kt == 0 && it >= MX_AS) mbar_wait(aempty + it % MX_AS, (unsigned)(it / MX_AS - 1) & 1);
-                        mbar_expect_tx(full + st, BN * BK + (R > 0 && kt == 0 ? (BM / 2) * BN : 0));
+                        if (R > 0 && kt == 0 && it >= AS) mbar_wait(aempty + it % AS, (unsigned)(it / AS - 1) & 1);
+                        mbar_expect_tx(full + st, BN * BK + (R > 0 && kt == 0 ? AR * (BM / 2) * BN : 0));
                         tma_load_2d(Ws + st * BN * BK, tn ? &tmw2 : &tmw, kt * BK, n0, full + st, keep);
-                        if (R > 0 && kt == 0)
-                            tma_load_2d(As + (it % MX_AS) * (BM / 2) * BN, &tmn, (int)(tn ? a.aoff2 : a.aoff) + n0, p0, full + st, keep);
+                        if (R > 0 && kt == 0) load_a(it, tn, n0, p0, full + st);
                     }
                 }
             }
@@ -430,16 +446,22 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
  * accumulators (setmaxnreg gives the consumers the producer warpgroup's registers). Same MMAs and epilogue
  * (wg_frag_direct, once per half) as mmw_kernel. */
 #define MD_STAGES 6
-__host__ __device__ constexpr int mmd_stage_bytes() { return (BM + 2 * BN + BM / 2) * BK; } /* X, W (256 rows), B: 28 KB */
-__host__ __device__ constexpr int mmd_smem_bytes() {
-    return MD_STAGES * mmd_stage_bytes() + 2 * 2 * (BM / 2) * BN + 2 * BM * 4 + (2 * MD_STAGES + 2) * 8;
+/* X, W (256 rows), B: 28 KB; at rank R >= 2 no B (T from xb_kernel): 24 KB */
+__host__ __device__ constexpr int mmd_stage_bytes(int R = 1) { return (BM + 2 * BN + (R >= 2 ? 0 : BM / 2)) * BK; }
+/* the A rows of both halves: by tile parity at rank <= 1; at rank R >= 2 one buffer of R ranks' rows ([2][R][BM/2][BN]),
+ * loaded with k-step MD_STAGES of its tile (afull), when the epilogue before has released it */
+__host__ __device__ constexpr int mmd_abytes(int R = 1) { return R >= 2 ? 2 * R * (BM / 2) * BN : 2 * 2 * (BM / 2) * BN; }
+__host__ __device__ constexpr int mmd_smem_bytes(int R = 1) {
+    return MD_STAGES * mmd_stage_bytes(R) + mmd_abytes(R) + 2 * BM * 4 + (2 * MD_STAGES + 3) * 8;
 }
 #ifdef MMP_WGMMA
 template <int R, int w, int W, int MODE>
 __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, const int8_t *As, int *ts, uint64_t *full, uint64_t *empty,
-                                            uint64_t *aempty, int mine, int KT, int tid) {
+                                            uint64_t *aempty, uint64_t *afull, int mine, int KT, int tid) {
+    constexpr int SB = mmd_stage_bytes(R);
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     int d0[64], d1[64], dt[16];
+    int4 tr[2]; /* rank 2-4: the tile's T rows */
     unsigned st = 0, ph = 0, pst = 0;
     const unsigned sb = (unsigned)__cvta_generic_to_shared(St);
     const uint64_t dx0 = wg_desc(sb + w * 64 * BK), dw0 = wg_desc(sb + BM * BK), dw1 = wg_desc(sb + (BM + BN) * BK),
@@ -451,11 +473,12 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
         if (MODE == MODE_RESID)
 #pragma unroll
             for (int h = 0; h < 2; h++) frag_direct_resid(a, m0, n0 + h * BN, warp, gid, tig, ot[h]);
+        if (R >= 2) load_tr(a, m0, warp, gid, tr);
         for (int kt = 0; kt < KT; kt++) {
             mbar_wait(full + st, ph);
-            const unsigned so = st * (mmd_stage_bytes() >> 4);
+            const unsigned so = st * (SB >> 4);
             wg_fence();
-            if (R > 0) wg_mma_k64(dt, dx0 + so, db0 + so, kt > 0);
+            if (R == 1) wg_mma_k64(dt, dx0 + so, db0 + so, kt > 0);
             wg_mma_k64(d0, dx0 + so, dw0 + so, kt > 0);
             wg_mma_k64(d1, dx0 + so, dw1 + so, kt > 0);
             wg_commit();
@@ -466,6 +489,12 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
         }
         wg_wait<0>();
         mbar_arrive(empty + pst);
+        if constexpr (R >= 2) { /* W: p in 64 bits (K > 512) */
+            mbar_wait(afull, (unsigned)it & 1);
+            wg_frag_direct_r<MODE, R, W != 0>(a, d0, As, tr, m0, n0, warp, gid, tig, ot[0], aempty, a.Y);
+            wg_frag_direct_r<MODE, R, W != 0>(a, d1, As + R * (BM / 2) * BN, tr, m0, n0 + BN, warp, gid, tig, ot[1], aempty, a.Y);
+            continue;
+        }
         int *tsp = ts + (it & 1) * BM;
         if (R > 0) { /* a warp's ts rows are its own fragment rows */
             wg_ts(dt, tsp, warp, gid, tig);
@@ -477,14 +506,16 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
     }
 }
 #endif
-template <int R, int W = 0, int MODE = MODE_RESID> /* W: rank 1 with K > 2048, t A in 64 bits (epi_pair_w); MODE: RESID or PLAIN */
+/* W: rank 1 with K > 2048, t A in 64 bits (epi_pair_w); rank 2-4 with K > 512, p in 64 bits (epi_quad_r); MODE: RESID or PLAIN */
+template <int R, int W = 0, int MODE = MODE_RESID>
 __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
 #ifdef MMP_WGMMA
+    constexpr int SB = mmd_stage_bytes(R);
     extern __shared__ __align__(1024) unsigned char smem[];
-    int8_t *St = (int8_t *)smem;                        /* stage s: X [BM][BK], W [2 BN][BK], B [BM/2][BK] */
-    int8_t *As = St + MD_STAGES * mmd_stage_bytes();    /* [2][2][BM/2][BN]: the pairs' A rows of both halves, by tile parity */
-    int *ts = (int *)(As + 2 * 2 * (BM / 2) * BN);      /* [2][BM]: sign * (x . B), by tile parity */
-    uint64_t *full = (uint64_t *)(ts + 2 * BM), *empty = full + MD_STAGES, *aempty = empty + MD_STAGES;
+    int8_t *St = (int8_t *)smem;                        /* stage s: X [BM][BK], W [2 BN][BK], B [BM/2][BK] (rank 1) */
+    int8_t *As = St + MD_STAGES * SB;                   /* the pairs' A rows of both halves (mmd_abytes) */
+    int *ts = (int *)(As + mmd_abytes(R));              /* [2][BM]: sign * (x . B), by tile parity (rank 1) */
+    uint64_t *full = (uint64_t *)(ts + 2 * BM), *empty = full + MD_STAGES, *aempty = empty + MD_STAGES, *afull = aempty + 2;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
         for (int st = 0; st < MD_STAGES; st++) {
@@ -493,10 +524,12 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
         }
         mbar_init(aempty, 512); /* every consumer thread, once per half */
         mbar_init(aempty + 1, 512);
+        mbar_init(afull, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
     const int KT = (a.K + BK - 1) / BK, G = (int)gridDim.x, P = a.ntn >> 1, ntiles = a.mtn * P;
+    const int kta = KT > MD_STAGES ? MD_STAGES : KT - 1; /* rank 2-4: the k-step whose load brings the tile's A rows */
     const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0; /* this CTA's tiles */
     if (warp >= 8) { /* producer: one thread walks the tiles' k-steps */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
@@ -509,13 +542,21 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
                 for (int kt = 0; kt < KT; kt++, j++) {
                     const int st = j % MD_STAGES;
                     if (j >= MD_STAGES) mbar_wait(empty + st, (unsigned)(j / MD_STAGES - 1) & 1);
-                    if (R > 0 && kt == 0 && it >= 2) mbar_wait(aempty + (it & 1), (unsigned)((it >> 1) - 1) & 1);
-                    int8_t *sb = St + st * mmd_stage_bytes();
-                    mbar_expect_tx(full + st, (BM + 2 * BN) * BK + (R > 0 ? (BM / 2) * BK + (kt == 0 ? 2 * (BM / 2) * BN : 0) : 0));
+                    if (R == 1 && kt == 0 && it >= 2) mbar_wait(aempty + (it & 1), (unsigned)((it >> 1) - 1) & 1);
+                    int8_t *sb = St + st * SB;
+                    mbar_expect_tx(full + st, (BM + 2 * BN) * BK + (R == 1 ? (BM / 2) * BK + (kt == 0 ? 2 * (BM / 2) * BN : 0) : 0));
                     tma_load_2d(sb, &tmx, kt * BK, m0, full + st, once);
                     tma_load_2d(sb + BM * BK, &tmw, kt * BK, n0, full + st, keep);
                     tma_load_2d(sb + (BM + BN) * BK, &tmw, kt * BK, n0 + BN, full + st, keep);
-                    if (R > 0) { /* B boxes of 32 pairs */
+                    if (R >= 2 && kt == kta) { /* the A rows of both halves, once the tile before's epilogue released them: its
+                                                * consumers are past it by now (the stages of this tile's first k-steps are free) */
+                        if (it >= 1) mbar_wait(aempty, (unsigned)(it - 1) & 1);
+                        mbar_expect_tx(afull, 2 * R * (BM / 2) * BN);
+                        for (int h = 0; h < 2; h++)
+                            for (int jr = 0; jr < R; jr++)
+                                tma_load_2d(As + (h * R + jr) * (BM / 2) * BN, &tmn, (int)a.aoff + jr * a.N + n0 + h * BN, p0, afull, keep);
+                    }
+                    if (R == 1) { /* B boxes of 32 pairs */
                         const int kb = (int)(a.aoff + a_span(1, a.N)) + kt * BK;
                         tma_load_2d(sb + (BM + 2 * BN) * BK, &tmb, kb, p0, full + st, keep);
                         tma_load_2d(sb + (BM + 2 * BN + 32) * BK, &tmb, kb, p0 + 32, full + st, keep);
@@ -531,11 +572,83 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-    if (warp < 4) mmd_consume<R, 0, W, MODE>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
-    else mmd_consume<R, 1, W, MODE>(a, St, As, ts, full, empty, aempty, mine, KT, tid);
+    if (warp < 4) mmd_consume<R, 0, W, MODE>(a, St, As, ts, full, empty, aempty, afull, mine, KT, tid);
+    else mmd_consume<R, 1, W, MODE>(a, St, As, ts, full, empty, aempty, afull, mine, KT, tid);
 #else
     (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
 #endif
 }
 
+/* rank 2-4 for mmx_kernel and mmd_kernel: T[m][j] = sign * (x_m . B_j), j < R, for the rows m < M of X ([M][K], ldx): rows
+ * [time][n members], so row t n + 2 p + h is member h of pair p < wrap = n / 2 at timestep t (B_j at noise + p pstride +
+ * boff + j K; sign - for h = 1), as egg_mm_out's t (int32: |t| <= 127 * 90 * K); NM = 2: also T2 = T + 4 M from a second
+ * matrix's B (boff2), X read once. A group of G lanes (a power of two, 4..32) takes one pair at timesteps ts, ts + tsl,
+ * ...: its B rows stay in registers (CH 16-byte chunks a lane and rank, K = 16 CH G) while its two rows of each timestep
+ * stream through, so B is read once a group rather than once a timestep (CH 0: K any multiple of 16, B re-read each
+ * timestep). T's rows are 16 bytes; lanes 0 .. 2 NM - 1 write them */
+template <int R, int NM, int CH>
+__global__ void __launch_bounds__(256) xb_kernel(int M, int K, const int8_t *X, int ldx, const int8_t *noise, size_t pstride, size_t boff,
+                                                 size_t boff2, int wrap, int G, int tsl, int32_t *T) {
+    const int sub = (int)(threadIdx.x % (unsigned)G), gi = (int)((blockIdx.x * blockDim.x + threadIdx.x) / (unsigned)G);
+    const int n = 2 * wrap, tc = M / n, p = gi % wrap, ts = gi / wrap, kc = K / 16;
+    if (ts >= tsl) return; /* whole groups, and a warp's groups share ts (wrap is a multiple of 8) */
+    const int8_t *nb = noise + (size_t)p * pstride;
+    int4 Bc[NM][R][CH > 0 ? CH : 1];
+#pragma unroll
+    for (int mt = 0; mt < NM; mt++)
+#pragma unroll
+        for (int j = 0; j < R; j++)
+#pragma unroll
+            for (int i = 0; i < CH; i++) Bc[mt][j][i] = __ldg((const int4 *)(nb + (mt ? boff2 : boff) + (size_t)j * K + 16 * (sub + i * G)));
+    for (int t = ts; t < tc; t += tsl) {
+        const int8_t *x0 = X + ((size_t)t * n + 2 * p) * ldx, *x1 = x0 + ldx;
+        int acc[NM][R][2] = {};
+        auto dot = [&](const int4 (&b)[NM][R], int4 a0, int4 a1) {
+#pragma unroll
+            for (int mt = 0; mt < NM; mt++)
+#pragma unroll
+                for (int j = 0; j < R; j++) {
+                    acc[mt][j][0] = __dp4a(a0.w, b[mt][j].w, __dp4a(a0.z, b[mt][j].z, __dp4a(a0.y, b[mt][j].y, __dp4a(a0.x, b[mt][j].x, acc[mt][j][0]))));
+                    acc[mt][j][1] = __dp4a(a1.w, b[mt][j].w, __dp4a(a1.z, b[mt][j].z, __dp4a(a1.y, b[mt][j].y, __dp4a(a1.x, b[mt][j].x, acc[mt][j][1]))));
+                }
+        };
+        if (CH > 0) {
+#pragma unroll
+            for (int i = 0; i < CH; i++) {
+                int4 b[NM][R];
+#pragma unroll
+                for (int mt = 0; mt < NM; mt++)
+#pragma unroll
+                    for (int j = 0; j < R; j++) b[mt][j] = Bc[mt][j][CH > 0 ? i : 0];
+                dot(b, __ldg((const int4 *)(x0 + 16 * (sub + i * G))), __ldg((const int4 *)(x1 + 16 * (sub + i * G))));
+            }
+        } else {
+            for (int c = sub; c < kc; c += G) {
+                int4 b[NM][R];
+#pragma unroll
+                for (int mt = 0; mt < NM; mt++)
+#pragma unroll
+                    for (int j = 0; j < R; j++) b[mt][j] = __ldg((const int4 *)(nb + (mt ? boff2 : boff) + (size_t)j * K + 16 * c));
+                dot(b, __ldg((const int4 *)(x0 + 16 * c)), __ldg((const int4 *)(x1 + 16 * c)));
+            }
+        }
+#pragma unroll
+        for (int mt = 0; mt < NM; mt++)
+#pragma unroll
+            for (int j = 0; j < R; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    for (int o = G / 2; o > 0; o >>= 1) acc[mt][j][h] += __shfl_xor_sync(0xffffffffu, acc[mt][j][h], o);
+        if (sub < 2 * NM) { /* lane sub: row 2 p + h of matrix mt */
+            const int mt = sub >> 1, h = sub & 1;
+            int4 o = make_int4(0, 0, 0, 0);
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                const int v = mt ? (h ? acc[NM - 1][j][1] : acc[NM - 1][j][0]) : (h ? acc[0][j][1] : acc[0][j][0]);
+                (&o.x)[j] = h ? -v : v;
+            }
+            *(int4 *)(T + (size_t)mt * 4 * M + 4 * ((size_t)t * n + 2 * p + h)) = o;
+        }
+    }
+}
 #endif /* EGG_MMW_CUH */

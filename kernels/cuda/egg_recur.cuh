@@ -71,8 +71,7 @@ __device__ __forceinline__ void rec_epi(const int (&d)[32], int hr, int t, int4 
         epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1], (unsigned)(&Av.x)[w], t, s,
                         ps, yl[w], yu[w]);
 }
-/* rec_epi at rank R >= 2 (the generic epilogue): p = sum_j t_j A_j in 32 bits (|t_j A_j| < 127 * 90 * 256 * 90 < 2^31 / 4 at
- * K <= 256), clip8((v + (p >> ps)) >> s), as egg_mm_out; Ap: the row's pair's A values at the thread's 16 columns (A_j at
+/* rec_epi at rank R >= 2 (the generic epilogue, epi_quad_r, p in 32 bits: K = H <= 256); Ap: the row's pair's A values at the thread's 16 columns (A_j at
  * Ap + j H) */
 template <int H, int R>
 __device__ __forceinline__ void rec_epi_r(const int (&d)[32], int hr, const int (&t)[R], const int8_t *Ap, int s, int ps, unsigned (&yl)[4],
@@ -82,17 +81,10 @@ __device__ __forceinline__ void rec_epi_r(const int (&d)[32], int hr, const int 
     for (int j = 0; j < R; j++) Aj[j] = __ldg((const int4 *)(Ap + (size_t)j * H));
 #pragma unroll
     for (int w = 0; w < 4; w++) {
-        int p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+        unsigned aw[R];
 #pragma unroll
-        for (int j = 0; j < R; j++) {
-            const unsigned aw = (unsigned)(&Aj[j].x)[w];
-            p0 += t[j] * sx8<0>(aw);
-            p1 += t[j] * sx8<1>(aw);
-            p2 += t[j] * sx8<2>(aw);
-            p3 += t[j] * sx8<3>(aw);
-        }
-        const unsigned y = pack2_clip8((d[8 * w + 2 * hr] + (p0 >> ps)) >> s, (d[8 * w + 2 * hr + 1] + (p1 >> ps)) >> s) |
-                           pack2_clip8((d[8 * w + 4 + 2 * hr] + (p2 >> ps)) >> s, (d[8 * w + 4 + 2 * hr + 1] + (p3 >> ps)) >> s) << 16;
+        for (int j = 0; j < R; j++) aw[j] = (unsigned)(&Aj[j].x)[w];
+        const unsigned y = epi_quad_r<R, false>(d[8 * w + 2 * hr], d[8 * w + 2 * hr + 1], d[8 * w + 4 + 2 * hr], d[8 * w + 4 + 2 * hr + 1], aw, t, s, ps);
         yl[w] = lo2(y);
         yu[w] = hi2(y);
     }

@@ -231,6 +231,53 @@ __device__ __forceinline__ void frag_direct_out(const MMArgs &a, const int (&d)[
         st[hr][1] = odd ? y[1] : r;
     }
 }
+/* frag_direct_out at rank R = 2..4 (the generic epilogue, epi_quad_r; W64: p in 64 bits, K > 512; E8: epi_quad_r8, d as
+ * 256 v, at s = ps = 8): tr[hr] the row's
+ * sign * x . B_j (j < R: T's row, xb_kernel), Ab the tile's pairs' A rows of each rank ([R][BM/2][BN], as_off), released
+ * (aempty) once read */
+template <int R, bool W64, bool E8>
+__device__ __forceinline__ void frag_direct_out_r(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int4 (&tr)[2], int warp, int gid,
+                                                  int tig, uint64_t *aempty, int4 (&st)[2][2]) {
+    const bool odd = gid & 1;
+    int4 y[2][2];
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        const int ml = warp * 16 + gid + hr * 8;
+        int t[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) t[j] = (&tr[hr].x)[j];
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            int4 Av[R];
+#pragma unroll
+            for (int j = 0; j < R; j++) Av[j] = *(const int4 *)(Ab + j * (BM / 2) * BN + as_off(ml >> 1, q * 64 + tig * 16));
+#pragma unroll
+            for (int w = 0; w < 4; w++) { /* columns 4 w .. 4 w + 3 of the run: accumulator groups q 8 + 2 w, + 1 */
+                const int jj = (q * 8 + 2 * w) * 4 + hr * 2;
+                unsigned aw[R];
+#pragma unroll
+                for (int j = 0; j < R; j++) aw[j] = (unsigned)(&Av[j].x)[w];
+                (&y[hr][q].x)[w] = (int)(E8 ? epi_quad_r8<R>(d[jj], d[jj + 1], d[jj + 4], d[jj + 5], aw, t)
+                                            : epi_quad_r<R, W64>(d[jj], d[jj + 1], d[jj + 4], d[jj + 5], aw, t, a.s, a.pshift));
+            }
+        }
+    }
+    mbar_arrive(aempty);
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        const int4 r = shfl_xor4(odd ? y[hr][0] : y[hr][1], 4);
+        st[hr][0] = odd ? r : y[hr][0];
+        st[hr][1] = odd ? y[hr][1] : r;
+    }
+}
+/* rank 2-4: T's rows (sign * x . B_j, [M][4] int32, xb_kernel) of a thread's two fragment rows of the row block at m0 */
+__device__ __forceinline__ void load_tr(const MMArgs &a, int m0, int warp, int gid, int4 (&tr)[2]) {
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        const int m = m0 + warp * 16 + gid + hr * 8;
+        tr[hr] = m < a.M ? __ldg((const int4 *)(a.T + 4 * (size_t)m)) : make_int4(0, 0, 0, 0);
+    }
+}
 /* its second half: the stores, together (MODE_RESID: the residual ot added first). LA: on int16 lanes
  * (add_clip4_lanes: ~9 instructions a word against ~20; the fused MLP's last epilogue; elsewhere it made mmd_kernel
  * spill) */
@@ -257,6 +304,13 @@ __device__ __forceinline__ void wg_frag_direct(const MMArgs &a, const int (&d)[6
     int4 st[2][2];
     frag_direct_out<R, EP>(a, d, Ab, ts, warp, gid, tig, aempty, st);
     frag_direct_store<MODE, LA>(a, st, m0, n0, warp, gid, tig, ot, Y);
+}
+template <int MODE, int R, bool W64, bool E8 = false>
+__device__ __forceinline__ void wg_frag_direct_r(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int4 (&tr)[2], int m0, int n0,
+                                                 int warp, int gid, int tig, const int4 (&ot)[4], uint64_t *aempty, int8_t *Y) {
+    int4 st[2][2];
+    frag_direct_out_r<R, W64, E8>(a, d, Ab, tr, warp, gid, tig, aempty, st);
+    frag_direct_store<MODE>(a, st, m0, n0, warp, gid, tig, ot, Y);
 }
 #endif
 
