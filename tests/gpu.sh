@@ -82,7 +82,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # (rclus_kernel; EGG_CUDA_RCLUS=0: two GEMMs per timestep, =n: n clusters, so that each walks many row blocks).
 # At rank 2-4 (hidden 128/256) the chunk recurrence is rreg_kernel with the generic epilogue, its A values from
 # global memory (EGG_CUDA_RREG=0: two GEMMs per timestep). At rank 2-4 with members a multiple of 128 the PLAIN GEMMs
-# with K = 128-512 run in mmx_kernel and down (N a multiple of 256) and the PLAIN ones with K > 512 in mmd_kernel,
+# with K = 128-512 run in mmx_kernel and down and the PLAIN ones with K > 512 in mmd_kernel (128 x 128 tiles where N is
+# an odd multiple of 128: down at hidden 128 and 384),
 # x . B_j from xb_kernel, p = sum_j t_j A_j in 32 bits at K <= 512 and in 64 above (EGG_CUDA_RGEMM=0: mm_kernel).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
@@ -167,6 +168,7 @@ configs=(
   "h512-r4-persistent-gemms-k512-32-bit-chunked|--hidden 512 --layers 1 --rank 4 --pop 256 --seq 5 --data $T/t.bin|EGG_CUDA_TCHUNK=2"
   "h1024-r2-persistent-gemms-k1024-4096-64-bit|--hidden 1024 --layers 1 --rank 2 --pop 128 --seq 4"
   "h256-r3-persistent-gemms-parts-2|--hidden 256 --layers 2 --rank 3 --pop 512 --seq 5|EGG_CUDA_PARTS=2"
+  "h384-r2-persistent-gemms-down-128-column-tiles|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 4"
   "h256-r2-gemms-rank-2-in-mm-kernel|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_RGEMM=0"
 )
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)

@@ -1270,11 +1270,13 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                            (size_t)mmd_smem_bytes(4) <= prop.sharedMemPerBlockOptin;
                 if (c->rgemm) {
 #define MXR_ATTR(R, EP, KT) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes(0, R)));
-#define MDR_ATTR(R, W, M) CK(cudaFuncSetAttribute(mmd_kernel<R, W, M>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(R)));
+#define MDR_ATTR1(R, W, M, NH) CK(cudaFuncSetAttribute(mmd_kernel<R, W, M, NH>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(R, NH)));
+#define MDR_ATTR(R, W, M) MDR_ATTR1(R, W, M, 2) MDR_ATTR1(R, W, M, 1)
 #define RG_ATTR(R) MXR_ATTR(R, 0, 2) MXR_ATTR(R, 0, 4) MXR_ATTR(R, 0, 8) MXR_ATTR(R, 2, 2) MXR_ATTR(R, 2, 4) MDR_ATTR(R, 0, MODE_RESID) MDR_ATTR(R, 1, MODE_RESID) MDR_ATTR(R, 0, MODE_PLAIN) MDR_ATTR(R, 1, MODE_PLAIN)
                     RG_ATTR(2) RG_ATTR(3) RG_ATTR(4)
 #undef RG_ATTR
 #undef MDR_ATTR
+#undef MDR_ATTR1
 #undef MXR_ATTR
                 }
             }

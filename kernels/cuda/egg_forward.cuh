@@ -19,7 +19,9 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
                          (uintptr_t)a.ldy | (uintptr_t)a.pstride | (uintptr_t)a.T | (uintptr_t)a.aoff | (uintptr_t)(a.Y2 ? a.aoff2 : 0);
     if ((al & 15) || a.N % BN || a.K % BK || a.wrap <= 0 || a.wrap % (BM / 2) || a.M % (2 * a.wrap) || a.pstride >= ((size_t)1 << 31)) return 0;
     const bool mx = mode == MODE_PLAIN && (a.K == 128 || a.K == 256 || (a.K == 512 && c->mmx512)) && c->mmx;
-    const bool md = !mx && a.N % (2 * BN) == 0 && c->mmd &&
+    /* mmd_kernel: 128 x 256 tiles, or where N is an odd multiple of 128 (down at hidden 128) 128 x 128 (nh 1) */
+    const int nh = a.N % (2 * BN) == 0 ? 2 : 1;
+    const bool md = !mx && c->mmd && (nh == 2 || c->mmd > 1) &&
                     ((mode == MODE_RESID && (a.N == 2 * BN || c->mmd > 1)) || (mode == MODE_PLAIN && a.K > 512 && c->mmd > 1));
     if (!mx && !md) return 0;
     CUtensorMap tmx, tmw, tmn;
@@ -69,15 +71,17 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
 #undef MXR_K
 #undef MXR_GO
     } else { /* p in 64 bits where K > 512 */
-        const int td = a.mtn * (a.ntn >> 1), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
-#define MDR_GO(RR, W, M) mmd_kernel<RR, W, M><<<nd, MX_THREADS, mmd_smem_bytes(RR), c->st>>>(a, tmx, tmw, tmn, tmn)
-#define MDR_M(RR, W) (mode == MODE_RESID ? MDR_GO(RR, W, MODE_RESID) : MDR_GO(RR, W, MODE_PLAIN))
+        const int td = a.mtn * (a.ntn / nh), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
+#define MDR_GO(RR, W, M, NH) mmd_kernel<RR, W, M, NH><<<nd, MX_THREADS, mmd_smem_bytes(RR, NH), c->st>>>(a, tmx, tmw, tmn, tmn)
+#define MDR_N(RR, W, M) (nh == 2 ? MDR_GO(RR, W, M, 2) : MDR_GO(RR, W, M, 1))
+#define MDR_M(RR, W) (mode == MODE_RESID ? MDR_N(RR, W, MODE_RESID) : MDR_N(RR, W, MODE_PLAIN))
 #define MDR_R(RR) (a.K > 512 ? MDR_M(RR, 1) : MDR_M(RR, 0))
         if (R == 2) MDR_R(2);
         else if (R == 3) MDR_R(3);
         else MDR_R(4);
 #undef MDR_R
 #undef MDR_M
+#undef MDR_N
 #undef MDR_GO
     }
     CKL();

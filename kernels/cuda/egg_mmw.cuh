@@ -444,21 +444,22 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
  * kernel's down runs at L2's bandwidth (328 KB a 128 x 128 tile); here a row block takes 464 KB instead of 656.
  * A warpgroup's 64 rows: two m64n128k32 (the W halves) and one m64n32k32 (its pairs' B rows) per k32, 144
  * accumulators (setmaxnreg gives the consumers the producer warpgroup's registers). Same MMAs and epilogue
- * (wg_frag_direct, once per half) as mmw_kernel. */
+ * (wg_frag_direct, once per half) as mmw_kernel. At rank 2-4 also with N an odd multiple of 128 (down at hidden 128):
+ * NH = 1 half, tiles of 128 x 128. */
 #define MD_STAGES 6
-/* X, W (256 rows), B: 28 KB; at rank R >= 2 no B (T from xb_kernel): 24 KB */
-__host__ __device__ constexpr int mmd_stage_bytes(int R = 1) { return (BM + 2 * BN + (R >= 2 ? 0 : BM / 2)) * BK; }
-/* the A rows of both halves: by tile parity at rank <= 1; at rank R >= 2 one buffer of R ranks' rows ([2][R][BM/2][BN]),
+/* X, W (NH 128-row halves), B: 28 KB; at rank R >= 2 no B (T from xb_kernel): 24 KB (16 KB with one half) */
+__host__ __device__ constexpr int mmd_stage_bytes(int R = 1, int NH = 2) { return (BM + NH * BN + (R >= 2 ? 0 : BM / 2)) * BK; }
+/* the A rows of both halves: by tile parity at rank <= 1; at rank R >= 2 one buffer of R ranks' rows ([NH][R][BM/2][BN]),
  * loaded with k-step MD_STAGES of its tile (afull), when the epilogue before has released it */
-__host__ __device__ constexpr int mmd_abytes(int R = 1) { return R >= 2 ? 2 * R * (BM / 2) * BN : 2 * 2 * (BM / 2) * BN; }
-__host__ __device__ constexpr int mmd_smem_bytes(int R = 1) {
-    return MD_STAGES * mmd_stage_bytes(R) + mmd_abytes(R) + 2 * BM * 4 + (2 * MD_STAGES + 3) * 8;
+__host__ __device__ constexpr int mmd_abytes(int R = 1, int NH = 2) { return R >= 2 ? NH * R * (BM / 2) * BN : 2 * 2 * (BM / 2) * BN; }
+__host__ __device__ constexpr int mmd_smem_bytes(int R = 1, int NH = 2) {
+    return MD_STAGES * mmd_stage_bytes(R, NH) + mmd_abytes(R, NH) + 2 * BM * 4 + (2 * MD_STAGES + 3) * 8;
 }
 #ifdef MMP_WGMMA
-template <int R, int w, int W, int MODE>
+template <int R, int w, int W, int MODE, int NH>
 __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, const int8_t *As, int *ts, uint64_t *full, uint64_t *empty,
                                             uint64_t *aempty, uint64_t *afull, int mine, int KT, int tid) {
-    constexpr int SB = mmd_stage_bytes(R);
+    constexpr int SB = mmd_stage_bytes(R, NH);
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     int d0[64], d1[64], dt[16];
     int4 tr[2]; /* rank 2-4: the tile's T rows */
@@ -466,13 +467,13 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
     const unsigned sb = (unsigned)__cvta_generic_to_shared(St);
     const uint64_t dx0 = wg_desc(sb + w * 64 * BK), dw0 = wg_desc(sb + BM * BK), dw1 = wg_desc(sb + (BM + BN) * BK),
                    db0 = wg_desc(sb + (BM + 2 * BN + w * 32) * BK);
-    const int P = a.ntn >> 1; /* tiles of 256 columns a row block */
+    const int P = NH == 2 ? a.ntn >> 1 : a.ntn; /* tiles of NH 128 columns a row block */
     for (int it = 0; it < mine; it++) {
-        const int g = (int)blockIdx.x + it * (int)gridDim.x, m0 = (g / P) * BM, n0 = (g - (g / P) * P) * 2 * BN;
+        const int g = (int)blockIdx.x + it * (int)gridDim.x, m0 = (g / P) * BM, n0 = (g - (g / P) * P) * NH * BN;
         int4 ot[2][4] = {}; /* RESID: the residual of both halves, loading under the tile's MMAs (wg_frag_direct's store order) */
         if (MODE == MODE_RESID)
 #pragma unroll
-            for (int h = 0; h < 2; h++) frag_direct_resid(a, m0, n0 + h * BN, warp, gid, tig, ot[h]);
+            for (int h = 0; h < NH; h++) frag_direct_resid(a, m0, n0 + h * BN, warp, gid, tig, ot[h]);
         if (R >= 2) load_tr(a, m0, warp, gid, tr);
         for (int kt = 0; kt < KT; kt++) {
             mbar_wait(full + st, ph);
@@ -480,7 +481,7 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
             wg_fence();
             if (R == 1) wg_mma_k64(dt, dx0 + so, db0 + so, kt > 0);
             wg_mma_k64(d0, dx0 + so, dw0 + so, kt > 0);
-            wg_mma_k64(d1, dx0 + so, dw1 + so, kt > 0);
+            if (NH == 2) wg_mma_k64(d1, dx0 + so, dw1 + so, kt > 0);
             wg_commit();
             wg_wait<1>(); /* the previous k-step's MMAs are done: its stage is free as far as this warpgroup goes */
             if (kt > 0) mbar_arrive(empty + pst);
@@ -492,7 +493,7 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
         if constexpr (R >= 2) { /* W: p in 64 bits (K > 512) */
             mbar_wait(afull, (unsigned)it & 1);
             wg_frag_direct_r<MODE, R, W != 0>(a, d0, As, tr, m0, n0, warp, gid, tig, ot[0], aempty, a.Y);
-            wg_frag_direct_r<MODE, R, W != 0>(a, d1, As + R * (BM / 2) * BN, tr, m0, n0 + BN, warp, gid, tig, ot[1], aempty, a.Y);
+            if (NH == 2) wg_frag_direct_r<MODE, R, W != 0>(a, d1, As + R * (BM / 2) * BN, tr, m0, n0 + BN, warp, gid, tig, ot[1], aempty, a.Y);
             continue;
         }
         int *tsp = ts + (it & 1) * BM;
@@ -506,15 +507,17 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
     }
 }
 #endif
-/* W: rank 1 with K > 2048, t A in 64 bits (epi_pair_w); rank 2-4 with K > 512, p in 64 bits (epi_quad_r); MODE: RESID or PLAIN */
-template <int R, int W = 0, int MODE = MODE_RESID>
+/* W: rank 1 with K > 2048, t A in 64 bits (epi_pair_w); rank 2-4 with K > 512, p in 64 bits (epi_quad_r); MODE: RESID or PLAIN;
+ * NH: 128-column halves a tile (1: rank 2-4 only) */
+template <int R, int W = 0, int MODE = MODE_RESID, int NH = 2>
 __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
 #ifdef MMP_WGMMA
-    constexpr int SB = mmd_stage_bytes(R);
+    static_assert(NH == 2 || R >= 2, "mmd_kernel: one half at rank 2-4 only");
+    constexpr int SB = mmd_stage_bytes(R, NH);
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *St = (int8_t *)smem;                        /* stage s: X [BM][BK], W [2 BN][BK], B [BM/2][BK] (rank 1) */
     int8_t *As = St + MD_STAGES * SB;                   /* the pairs' A rows of both halves (mmd_abytes) */
-    int *ts = (int *)(As + mmd_abytes(R));              /* [2][BM]: sign * (x . B), by tile parity (rank 1) */
+    int *ts = (int *)(As + mmd_abytes(R, NH));          /* [2][BM]: sign * (x . B), by tile parity (rank 1) */
     uint64_t *full = (uint64_t *)(ts + 2 * BM), *empty = full + MD_STAGES, *aempty = empty + MD_STAGES, *afull = aempty + 2;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
@@ -522,13 +525,13 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
             mbar_init(full + st, 1);
             mbar_init(empty + st, 256); /* every consumer thread, after its warpgroup's MMAs on the stage are done */
         }
-        mbar_init(aempty, 512); /* every consumer thread, once per half */
-        mbar_init(aempty + 1, 512);
+        mbar_init(aempty, 256 * NH); /* every consumer thread, once per half */
+        mbar_init(aempty + 1, 256 * NH);
         mbar_init(afull, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    const int KT = (a.K + BK - 1) / BK, G = (int)gridDim.x, P = a.ntn >> 1, ntiles = a.mtn * P;
+    const int KT = (a.K + BK - 1) / BK, G = (int)gridDim.x, P = NH == 2 ? a.ntn >> 1 : a.ntn, ntiles = a.mtn * P;
     const int kta = KT > MD_STAGES ? MD_STAGES : KT - 1; /* rank 2-4: the k-step whose load brings the tile's A rows */
     const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0; /* this CTA's tiles */
     if (warp >= 8) { /* producer: one thread walks the tiles' k-steps */
@@ -537,22 +540,22 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
             int j = 0;
             const uint64_t once = l2_policy(L2_FIRST), keep = l2_policy(L2_LAST);
             for (int it = 0; it < mine; it++) {
-                const int g = (int)blockIdx.x + it * G, m0 = (g / P) * BM, n0 = (g - (g / P) * P) * 2 * BN;
+                const int g = (int)blockIdx.x + it * G, m0 = (g / P) * BM, n0 = (g - (g / P) * P) * NH * BN;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0; /* the row block's pairs p0 .. p0 + 63 (launch_mm) */
                 for (int kt = 0; kt < KT; kt++, j++) {
                     const int st = j % MD_STAGES;
                     if (j >= MD_STAGES) mbar_wait(empty + st, (unsigned)(j / MD_STAGES - 1) & 1);
                     if (R == 1 && kt == 0 && it >= 2) mbar_wait(aempty + (it & 1), (unsigned)((it >> 1) - 1) & 1);
                     int8_t *sb = St + st * SB;
-                    mbar_expect_tx(full + st, (BM + 2 * BN) * BK + (R == 1 ? (BM / 2) * BK + (kt == 0 ? 2 * (BM / 2) * BN : 0) : 0));
+                    mbar_expect_tx(full + st, (BM + NH * BN) * BK + (R == 1 ? (BM / 2) * BK + (kt == 0 ? 2 * (BM / 2) * BN : 0) : 0));
                     tma_load_2d(sb, &tmx, kt * BK, m0, full + st, once);
                     tma_load_2d(sb + BM * BK, &tmw, kt * BK, n0, full + st, keep);
-                    tma_load_2d(sb + (BM + BN) * BK, &tmw, kt * BK, n0 + BN, full + st, keep);
+                    if (NH == 2) tma_load_2d(sb + (BM + BN) * BK, &tmw, kt * BK, n0 + BN, full + st, keep);
                     if (R >= 2 && kt == kta) { /* the A rows of both halves, once the tile before's epilogue released them: its
                                                 * consumers are past it by now (the stages of this tile's first k-steps are free) */
                         if (it >= 1) mbar_wait(aempty, (unsigned)(it - 1) & 1);
-                        mbar_expect_tx(afull, 2 * R * (BM / 2) * BN);
-                        for (int h = 0; h < 2; h++)
+                        mbar_expect_tx(afull, NH * R * (BM / 2) * BN);
+                        for (int h = 0; h < NH; h++)
                             for (int jr = 0; jr < R; jr++)
                                 tma_load_2d(As + (h * R + jr) * (BM / 2) * BN, &tmn, (int)a.aoff + jr * a.N + n0 + h * BN, p0, afull, keep);
                     }
@@ -572,8 +575,8 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-    if (warp < 4) mmd_consume<R, 0, W, MODE>(a, St, As, ts, full, empty, aempty, afull, mine, KT, tid);
-    else mmd_consume<R, 1, W, MODE>(a, St, As, ts, full, empty, aempty, afull, mine, KT, tid);
+    if (warp < 4) mmd_consume<R, 0, W, MODE, NH>(a, St, As, ts, full, empty, aempty, afull, mine, KT, tid);
+    else mmd_consume<R, 1, W, MODE, NH>(a, St, As, ts, full, empty, aempty, afull, mine, KT, tid);
 #else
     (void)a; (void)tmx; (void)tmw; (void)tmb; (void)tmn; /* not launched: the host checks wgmma_probe first */
 #endif
