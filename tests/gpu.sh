@@ -84,7 +84,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # global memory (EGG_CUDA_RREG=0: two GEMMs per timestep). At rank 2-4 with members a multiple of 128 the PLAIN GEMMs
 # with K = 128-512 run in mmx_kernel and down and the PLAIN ones with K > 512 in mmd_kernel (128 x 128 tiles where N is
 # an odd multiple of 128: down at hidden 128 and 384),
-# x . B_j from xb_kernel, p = sum_j t_j A_j in 32 bits at K <= 512 and in 64 above (EGG_CUDA_RGEMM=0: mm_kernel).
+# x . B_j from xb_kernel, p = sum_j t_j A_j in 32 bits at K <= 512 and in 64 above (EGG_CUDA_RGEMM=0: mm_kernel); at
+# hidden 256 the fused MLP takes rank 2-4 too, x . B_up from xb_kernel, U . B_dn_j in its epilogues (EGG_CUDA_FMLPR=0:
+# up and down as those two GEMMs).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -162,12 +164,15 @@ configs=(
   "h128-l2-r3-sigma5-recurrence-chunk-rank-3|--hidden 128 --layers 2 --rank 3 --pop 194 --seq 8 --sigma-shift 5"
   "h256-r4-sigma0-recurrence-chunk-rank-4-chunked|--hidden 256 --layers 2 --rank 4 --pop 130 --seq 7 --sigma-shift 0 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
   "h256-r2-recurrence-per-timestep-rank-2|--hidden 256 --layers 2 --rank 2 --pop 194 --seq 6|EGG_CUDA_RREG=0"
-  "h256-l2-r2-persistent-gemms-rank-2|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 7"
-  "h256-r4-sigma0-persistent-gemms-rank-4-3ctas|--hidden 256 --layers 2 --rank 4 --pop 384 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"
+  "h256-l2-r2-persistent-gemms-rank-2|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 7|EGG_CUDA_FMLPR=0"
+  "h256-r4-sigma0-persistent-gemms-mlp-fused-rank-4-3ctas|--hidden 256 --layers 2 --rank 4 --pop 384 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"
+  "h256-l2-r2-mlp-fused-rank-2-chunked|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 7 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
+  "h256-r4-mlp-fused-rank-4|--hidden 256 --layers 1 --rank 4 --pop 384 --seq 5"
+  "h256-r3-sigma5-persistent-gemms-rank-3-mlp-two-gemms|--hidden 256 --layers 1 --rank 3 --pop 256 --seq 5 --sigma-shift 5|EGG_CUDA_FMLPR=0"
   "h128-r3-sigma5-persistent-gemms-rank-3|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 6 --sigma-shift 5"
   "h512-r4-persistent-gemms-k512-32-bit-chunked|--hidden 512 --layers 1 --rank 4 --pop 256 --seq 5 --data $T/t.bin|EGG_CUDA_TCHUNK=2"
   "h1024-r2-persistent-gemms-k1024-4096-64-bit|--hidden 1024 --layers 1 --rank 2 --pop 128 --seq 4"
-  "h256-r3-persistent-gemms-parts-2|--hidden 256 --layers 2 --rank 3 --pop 512 --seq 5|EGG_CUDA_PARTS=2"
+  "h256-r3-persistent-gemms-mlp-fused-parts-2|--hidden 256 --layers 2 --rank 3 --pop 512 --seq 5|EGG_CUDA_PARTS=2"
   "h384-r2-persistent-gemms-down-128-column-tiles|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 4"
   "h256-r2-gemms-rank-2-in-mm-kernel|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_RGEMM=0"
 )

@@ -6,6 +6,33 @@
 #define EGG_FORWARD_CUH
 
 #ifdef EGG_MMP
+/* rank R = 2-4: T = the rows' sign * x . B_j of nm matrices (their B at noise + p pstride + bo, bo2) in one xb_kernel launch:
+ * G lanes a pair, CH chunks a lane with B in registers where K = 16 CH G fits; rows [time][members], M a multiple of them */
+static int xb_run(CudaImpl *c, int R, int nm, int M, int K, const int8_t *X, int ldx, const int8_t *noise, size_t pstride, size_t bo, size_t bo2,
+                  int wrap, int32_t *T, egg_err *err) {
+    const int kc = K / 16;
+    int ch = 0, G = 32;
+    if (kc == 8) ch = 1, G = 8;
+    else if (kc == 16 || kc == 32 || kc == 64) ch = 2, G = kc / 2;
+    else if (kc == 128 && nm == 1) ch = 4, G = 32;
+    /* timestep slices: about 32 warps an SM */
+    const int tcs = M / (2 * wrap);
+    int tsl = (int)(((long long)c->nsm * 1024) / ((long long)wrap * G));
+    tsl = tsl < 1 ? 1 : tsl > tcs ? tcs : tsl;
+    const int nb = (int)(((long long)wrap * tsl * G + 255) / 256);
+#define XB_GO(RR, NM, CH) xb_kernel<RR, NM, CH><<<nb, 256, 0, c->st>>>(M, K, X, ldx, noise, pstride, bo, bo2, wrap, G, tsl, T)
+#define XB_CH(RR, NM) (ch == 1 ? XB_GO(RR, NM, 1) : ch == 2 ? XB_GO(RR, NM, 2) : ch == 4 ? XB_GO(RR, NM, 4) : XB_GO(RR, NM, 0))
+#define XB_NM(RR) (nm == 2 ? XB_CH(RR, 2) : XB_CH(RR, 1))
+    if (R == 2) XB_NM(2);
+    else if (R == 3) XB_NM(3);
+    else XB_NM(4);
+#undef XB_NM
+#undef XB_CH
+#undef XB_GO
+    CKL();
+    prof_mark(c, P_XB);
+    return 0;
+}
 /* rank 2-4 in the persistent GEMMs (sm_90a, W's permuted copy; EGG_CUDA_RGEMM=0: mm_kernel): PLAIN with K = 128, 256
  * (512) in mmx_kernel, RESID with N a multiple of 256 and PLAIN with K > 512 in mmd_kernel, after xb_kernel's T (each
  * row's sign * x . B_j into a.T; where a has a second matrix, for both: *tboth = 1, and the second's launch finds its
@@ -31,30 +58,11 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
     if (!tmap_2d(c->tmap_encode, &tmx, a.X, a.K, a.M, a.ldx, BM) || !tmap_2d(c->tmap_encode, &tmw, a.Wp, a.K, a.N, a.ldw, BN) ||
         !tmap_2d(c->tmap_encode, &tmn, a.noise, a.pstride, (size_t)a.wrap, a.pstride, BM / 2, BN))
         return 0;
-    if (!a.tready) { /* T (xb_kernel): G lanes a pair, CH chunks a lane with B in registers where K = 16 CH G fits */
-        const int nm = a.Y2 ? 2 : 1, kc = a.K / 16;
-        int ch = 0, G = 32;
-        if (kc == 8) ch = 1, G = 8;
-        else if (kc == 16 || kc == 32 || kc == 64) ch = 2, G = kc / 2;
-        else if (kc == 128 && nm == 1) ch = 4, G = 32;
-        /* timestep slices: about 32 warps an SM (rows [time][members]: M a multiple of the members) */
-        const int tcs = a.M / (2 * a.wrap);
-        int tsl = (int)(((long long)c->nsm * 1024) / ((long long)a.wrap * G));
-        tsl = tsl < 1 ? 1 : tsl > tcs ? tcs : tsl;
-        const int nb = (int)(((long long)a.wrap * tsl * G + 255) / 256);
-        const size_t bo = a.aoff + a_span(R, a.N), bo2 = a.aoff2 + a_span(R, a.N);
-#define XB_GO(RR, NM, CH) xb_kernel<RR, NM, CH><<<nb, 256, 0, c->st>>>(a.M, a.K, a.X, a.ldx, a.noise, a.pstride, bo, bo2, a.wrap, G, tsl, a.T)
-#define XB_CH(RR, NM) (ch == 1 ? XB_GO(RR, NM, 1) : ch == 2 ? XB_GO(RR, NM, 2) : ch == 4 ? XB_GO(RR, NM, 4) : XB_GO(RR, NM, 0))
-#define XB_NM(RR) (nm == 2 ? XB_CH(RR, 2) : XB_CH(RR, 1))
-        if (R == 2) XB_NM(2);
-        else if (R == 3) XB_NM(3);
-        else XB_NM(4);
-#undef XB_NM
-#undef XB_CH
-#undef XB_GO
+    if (!a.tready) {
+        const int nm = a.Y2 ? 2 : 1;
+        const int rc = xb_run(c, R, nm, a.M, a.K, a.X, a.ldx, a.noise, a.pstride, a.aoff + a_span(R, a.N), a.aoff2 + a_span(R, a.N), a.wrap, a.T, err);
+        if (rc) return rc;
         *tboth = nm == 2;
-        CKL();
-        prof_mark(c, P_XB);
     }
     a.mtn = (a.M + BM - 1) / BM;
     a.ntn = a.N / BN;
@@ -267,12 +275,14 @@ static int8_t *wpu_of(const CudaImpl *c, int id) {
 }
 #ifdef EGG_MMP
 /* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
- * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 1 with a row block's pairs consecutive in the noise
- * blob): *done = 1; else *done = 0 and the caller runs the two GEMMs */
+ * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 1 (at H = 256 rank 2-4 too, x . B_up from xb_kernel
+ * into TF) with a row block's pairs consecutive in the noise blob): *done = 1; else *done = 0 and the caller runs the
+ * two GEMMs */
 static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done, egg_err *err) {
     *done = 0;
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, r = noisy ? c->r : 0, wrap = x->n / 2;
-    if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] || r > 1 ||
+    if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] ||
+        (r > 1 && (H != 256 || r > 4 || !c->rgemm || !c->fmlpr)) ||
         (ml_rs(H) && !wpu_of(c, iu)) ||
         egg_mm_shift((uint32_t)H) != 8)
         return 0;
@@ -293,11 +303,21 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done,
         ok = tmap_2d(c->tmap_encode, &tmnu, a.noise, c->pstride, (size_t)wrap, c->pstride, 64) &&
              tmap_2d(c->tmap_encode, &tmnd, a.noise, c->pstride, (size_t)wrap, c->pstride, BM / 2, BN);
     if (!ok) return 0;
-    const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas, sm = mlp_smem_bytes(H);
+    const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas, sm = mlp_smem_bytes(H, r > 1 ? r : 1);
     const size_t au = c->noff[iu];
 #define MLP_GO(HH, R, EP) mlp_kernel<HH, R, EP><<<nx, MX_THREADS, sm, c->st>>>(a, au, tmx, tmwu, tmnu, tmwd, tmnd)
     const int ep = r && c->pshift == 8 ? 2 : r && c->pshift > 8 ? 1 : 0;
-    if (H == 256) {
+    if (r >= 2) { /* x . B_up_j of every row into TF (free once the recurrence has read it), then the kernel */
+        if (rows % (2 * wrap)) return 0;
+        a.T = (int32_t *)x->TF;
+        int rc = xb_run(c, r, 1, rows, H, x->XN, H, a.noise, c->pstride, au + a_span(r, 4 * H), 0, wrap, a.T, err);
+        if (rc) return rc;
+#define MLP_R(RR) (ep == 2 ? MLP_GO(256, RR, 2) : MLP_GO(256, RR, 0))
+        if (r == 2) MLP_R(2);
+        else if (r == 3) MLP_R(3);
+        else MLP_R(4);
+#undef MLP_R
+    } else if (H == 256) {
         if (!r) MLP_GO(256, 0, 0);
         else if (ep == 2) MLP_GO(256, 1, 2);
         else if (ep == 1) MLP_GO(256, 1, 1);

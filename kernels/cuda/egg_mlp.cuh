@@ -24,9 +24,12 @@
  * After the last chunk the down accumulators go out through wg_frag_direct (residual added), as in mmd_kernel. Same
  * integer operations as up in mmx_kernel and down in mmd_kernel. */
 /* W stages of 64 H bytes: a chunk's up ([H/64][64][64]: its 64 rows of Wup) is job j, its down ([H][64]) j + 1; 8 at H = 256
- * where down's A comes from registers (ml_rs: no U tiles in shared memory) */
-__host__ __device__ constexpr int ml_stages(int H) { return H == 256 ? 8 : 7; }
-#define ML_MA 4 /* the chunks' noise buffers: up's A rows [64 pairs][64], down's B rows [64 pairs][64] */
+ * where down's A comes from registers (ml_rs: no U tiles in shared memory); at rank R >= 2 (H = 256 only) 7, 6, 4, as the
+ * noise rows of R ranks take the rest */
+__host__ __device__ constexpr int ml_stages(int H, int R = 1) { return R >= 4 ? 4 : R == 3 ? 6 : R == 2 ? 7 : H == 256 ? 8 : 7; }
+/* the chunks' noise buffers: up's A rows [AR][64 pairs][64], down's B rows [AR][64 pairs][64]; AR = max(R, 1) ranks */
+__host__ __device__ constexpr int ml_ma(int R) { return R >= 3 ? 2 : R == 2 ? 3 : 4; }
+__host__ __device__ constexpr int ml_ar(int R) { return R >= 2 ? R : 1; }
 /* the epilogue under the MMAs (OVL) at H = 128 only: at 256 the accumulator copy next to down's 128 accumulators made
  * ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9); rolled, and with RS, it
  * ran no faster (docs/BENCHMARKS.md) */
@@ -36,10 +39,11 @@ __host__ __device__ constexpr bool ml_ovl(int H) { return H == 128; }
 __host__ __device__ constexpr bool ml_rs(int H) { return H == 256; }
 /* U tiles [2 warpgroups][64][BK]: two by chunk parity with OVL, none with RS */
 __host__ __device__ constexpr int ml_utiles(int H) { return ml_ovl(H) ? 2 : ml_rs(H) ? 0 : 1; }
-__host__ __device__ constexpr int mlp_smem_bytes(int H) {
-    /* stages, x, up's B rows, down's A rows, U tiles, the noise buffers, ts, barriers */
-    return ml_stages(H) * 64 * H + H * BM + H * 64 + (H / 128) * (BM / 2) * BN + ml_utiles(H) * 2 * 64 * BK + ML_MA * 2 * 64 * BK +
-           BM * 4 + (2 * ml_stages(H) + 6 + ML_MA) * 8;
+__host__ __device__ constexpr int mlp_smem_bytes(int H, int R = 1) {
+    /* stages, x, up's B rows (rank 1: at rank 2-4 x . B_up comes from T), down's A rows, U tiles, the noise buffers, ts
+     * (an int4 a row at rank 2-4), barriers */
+    return ml_stages(H, R) * 64 * H + H * BM + (R >= 2 ? 0 : H * 64) + (H / 128) * ml_ar(R) * (BM / 2) * BN + ml_utiles(H) * 2 * 64 * BK +
+           ml_ma(R) * 2 * ml_ar(R) * 64 * BK + BM * 4 * (R >= 2 ? 4 : 1) + (2 * ml_stages(H, R) + 6 + ml_ma(R)) * 8;
 }
 #ifdef MMP_WGMMA
 template <int H, int R, int EP, int w>
@@ -48,7 +52,8 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                                             uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, uint64_t *turn, int nrb, int tid) {
     constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
     constexpr bool OVL = ml_ovl(H), RS = ml_rs(H);
-    constexpr int ML_S = ml_stages(H);
+    constexpr int ML_S = ml_stages(H, R), ML_MA = ml_ma(R), AR = ml_ar(R);
+    static_assert(R <= 1 || RS, "mlp_kernel: rank 2-4 at H = 256 only");
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     int dd[H / 2], du[32], e[OVL ? 32 : 1];
     unsigned ua[RS ? 8 : 1]; /* RS: the chunk's U, word 4 hr + q of row hr: units 16 q + 4 tig .. + 3 */
@@ -86,13 +91,16 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
     for (int q = 0; q < nrb; q++, j += 2 * NC) {
         const int m0 = ((int)blockIdx.x + q * (int)gridDim.x) * BM;
         int tu[2] = {0, 0}, tn[2] = {0, 0};
+        int4 tur[2]; /* rank 2-4: the rows' sign * x . B_up_j (T, xb_kernel) */
+        int tnr[2][AR] = {}; /* rank 2-4: U . B_dn_j */
+        if (R >= 2) load_tr(a, m0, warp, gid, tur);
         if constexpr (!RS) mbar_wait(xfull, (unsigned)q & 1); /* RS: waited before the block's first up */
         if (RS && (tid & 127) == 0) { /* the warpgroup's rows of the residual into L2, loaded in the last epilogue under the next
                                        * block's first up (loaded under this block's last down, their registers spilled) */
             const int rows = min(64, a.M - (m0 + 64 * w));
             if (rows > 0) l2_prefetch_bulk(a.other + (size_t)(m0 + 64 * w) * a.ldy, (unsigned)(rows * a.ldy));
         }
-        if (R > 0) { /* t_up = sign * (x . B_up): the thread's 16 bytes of each k-step, the row's 4 lanes summed */
+        if (R == 1) { /* t_up = sign * (x . B_up): the thread's 16 bytes of each k-step, the row's 4 lanes summed */
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 int t = 0;
@@ -122,14 +130,33 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         /* chunk c's epilogue from its up accumulators v into its U tile (RS: into ua), t_dn += U . B_dn; the rows' pairs' A
          * rows of up and B rows of down from the chunk's noise buffer */
         auto epilogue = [&](int c, const int (&v)[32]) {
-            const int8_t *nb = An + (ac % ML_MA) * 2 * 64 * BK;
+            const int8_t *nb = An + (ac % ML_MA) * 2 * AR * 64 * BK;
             /* the four U bytes of accumulator groups 2 q4, 2 q4 + 1 of row hr (Aw: their A bytes; OVL with EP 2: v is
              * the copy as 256 v, EP 3) */
             auto quad = [&](int hr, int q4, unsigned Aw) {
                 return epi_quad_bytes<R, OVL && EP == 2 ? 3 : EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr], v[8 * q4 + 4 + 2 * hr + 1],
                                              R > 0 ? Aw : 0u, tu[hr], 8, a.pshift);
             };
-            if constexpr (RS) { /* W_up's copy wpermu_row: accumulator groups 2 q, 2 q + 1 of row hr are units 16 q + 4 tig .. + 3 */
+            if constexpr (RS && R >= 2) { /* as below with R ranks: nb holds up's A rows of each rank, then down's B rows */
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) {
+                    int t[AR];
+#pragma unroll
+                    for (int jr = 0; jr < AR; jr++) t[jr] = (&tur[hr].x)[jr];
+#pragma unroll
+                    for (int q4 = 0; q4 < 4; q4++) {
+                        const int o = wg_off(r[hr] >> 1, q4) + 4 * tig, i = 8 * q4 + 2 * hr;
+                        unsigned aw[AR];
+#pragma unroll
+                        for (int jr = 0; jr < AR; jr++) aw[jr] = *(const unsigned *)(nb + jr * 64 * BK + o);
+                        const unsigned y = EP == 2 ? epi_quad_r8<AR>(256 * v[i], 256 * v[i + 1], 256 * v[i + 4], 256 * v[i + 5], aw, t)
+                                                   : epi_quad_r<AR, false>(v[i], v[i + 1], v[i + 4], v[i + 5], aw, t, 8, a.pshift);
+                        ua[4 * hr + q4] = y;
+#pragma unroll
+                        for (int jr = 0; jr < AR; jr++) tnr[hr][jr] = __dp4a((int)y, *(const int *)(nb + (AR + jr) * 64 * BK + o), tnr[hr][jr]);
+                    }
+                }
+            } else if constexpr (RS) { /* W_up's copy wpermu_row: accumulator groups 2 q, 2 q + 1 of row hr are units 16 q + 4 tig .. + 3 */
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++)
 #pragma unroll
@@ -226,7 +253,22 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         wg_wait<0>();
         if (OVL) release(j + 2 * NC - 3);
         release(j + 2 * NC - 1);
-        if (R > 0) {
+        if (R >= 2) { /* the rows' sign * U . B_dn_j into ts as an int4 a row */
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                int4 o = make_int4(0, 0, 0, 0);
+#pragma unroll
+                for (int jr = 0; jr < AR; jr++) {
+                    int t = tnr[hr][jr];
+                    t += __shfl_xor_sync(0xffffffffu, t, 1);
+                    t += __shfl_xor_sync(0xffffffffu, t, 2);
+                    (&o.x)[jr] = (r[hr] & 1) ? -t : t;
+                }
+                if (tig == 0) ((int4 *)ts)[r[hr]] = o;
+            }
+            __syncwarp();
+            if (!ra) mbar_wait(adfull, (unsigned)q & 1);
+        } else if (R > 0) {
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 int t = tn[hr];
@@ -244,10 +286,20 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             int4 st[H / 128][2][2];
 #pragma unroll
             for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
+            if constexpr (R >= 2) { /* down at K = 4 H = 1024: p in 64 bits */
+                int4 tdr[2];
 #pragma unroll
-            for (int h = 0; h < H / 128; h++)
-                frag_direct_out<R, 0>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, warp, gid, tig, adempty,
-                                      st[h]);
+                for (int hr = 0; hr < 2; hr++) tdr[hr] = ((const int4 *)ts)[r[hr]];
+#pragma unroll
+                for (int h = 0; h < H / 128; h++)
+                    frag_direct_out_r<AR, true, false>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * AR * (BM / 2) * BN, tdr, warp,
+                                                       gid, tig, adempty, st[h]);
+            } else {
+#pragma unroll
+                for (int h = 0; h < H / 128; h++)
+                    frag_direct_out<R, 0>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, warp, gid, tig, adempty,
+                                          st[h]);
+            }
             if (q + 1 < nrb) {
                 mbar_wait(xfull, (unsigned)(q + 1) & 1);
                 issue_up(j + 2 * NC);
@@ -272,16 +324,16 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                                                             const __grid_constant__ CUtensorMap tmwu, const __grid_constant__ CUtensorMap tmnu,
                                                             const __grid_constant__ CUtensorMap tmwd, const __grid_constant__ CUtensorMap tmnd) {
 #ifdef MMP_WGMMA
-    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H, ML_S = ml_stages(H);
+    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H, ML_S = ml_stages(H, R), ML_MA = ml_ma(R), AR = ml_ar(R);
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                    /* [ML_S][SB] */
     int8_t *Xr = Ws + ML_S * SB;                    /* [KT][BM][BK]: the block's x */
-    int8_t *Bu = Xr + KT * BM * BK;                 /* [KT][64][BK]: its pairs' B rows of up */
-    int8_t *Ad = Bu + KT * 64 * BK;                 /* [H/128][BM/2][BN]: their A rows of down */
-    int8_t *Us = Ad + (H / 128) * (BM / 2) * BN;    /* [ml_utiles][2][64][BK]: each warpgroup's U chunk */
-    int8_t *An = Us + ml_utiles(H) * 2 * 64 * BK;   /* [ML_MA][2][64][BK]: a chunk's A rows of up, B rows of down */
-    int *ts = (int *)(An + ML_MA * 2 * 64 * BK);    /* [BM]: sign * (U . B_dn) */
-    uint64_t *full = (uint64_t *)(ts + BM), *empty = full + ML_S, *xfull = empty + ML_S, *xempty = xfull + 1, *adfull = xempty + 1,
+    int8_t *Bu = Xr + KT * BM * BK;                 /* [KT][64][BK]: its pairs' B rows of up (rank 1) */
+    int8_t *Ad = Bu + (R >= 2 ? 0 : KT * 64 * BK);  /* [H/128][AR][BM/2][BN]: their A rows of down */
+    int8_t *Us = Ad + (H / 128) * AR * (BM / 2) * BN; /* [ml_utiles][2][64][BK]: each warpgroup's U chunk */
+    int8_t *An = Us + ml_utiles(H) * 2 * 64 * BK;   /* [ML_MA][2][AR][64][BK]: a chunk's A rows of up, B rows of down */
+    int *ts = (int *)(An + ML_MA * 2 * AR * 64 * BK); /* [BM]: sign * (U . B_dn) (rank 2-4: [BM][4]) */
+    uint64_t *full = (uint64_t *)(ts + BM * (R >= 2 ? 4 : 1)), *empty = full + ML_S, *xfull = empty + ML_S, *xempty = xfull + 1, *adfull = xempty + 1,
              *adempty = adfull + 1, *aempty = adempty + 1, *turn = aempty + ML_MA;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
@@ -316,20 +368,22 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                 const int m0 = ((int)blockIdx.x + q * G) * BM;
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0;
                 if (q >= 1) mbar_wait(xempty, (unsigned)(q - 1) & 1);
-                mbar_expect_tx(xfull, KT * BM * BK + (R > 0 ? KT * 64 * BK : 0));
+                mbar_expect_tx(xfull, KT * BM * BK + (R == 1 ? KT * 64 * BK : 0));
                 for (int kt = 0; kt < KT; kt++) {
                     tma_load_2d(Xr + kt * BM * BK, &tmx, kt * BK, m0, xfull, once);
-                    if (R > 0) tma_load_2d(Bu + kt * 64 * BK, &tmnu, (int)(aoff_up + a_span(1, 4 * H)) + kt * BK, p0, xfull, keep);
+                    if (R == 1) tma_load_2d(Bu + kt * 64 * BK, &tmnu, (int)(aoff_up + a_span(1, 4 * H)) + kt * BK, p0, xfull, keep);
                 }
                 for (int c = 0; c < NC; c++) {
                     int st = stage(); /* up: Wup's permuted rows 64 c .. 64 c + 63, all k-steps, and the chunk's noise rows */
                     if (R > 0 && ac >= (unsigned)ML_MA) mbar_wait(aempty + ac % ML_MA, (ac / ML_MA - 1) & 1);
-                    mbar_expect_tx(full + st, SB + (R > 0 ? 2 * 64 * BK : 0));
+                    mbar_expect_tx(full + st, SB + (R > 0 ? 2 * AR * 64 * BK : 0));
                     for (int kt = 0; kt < KT; kt++) tma_load_2d(Ws + st * SB + kt * 64 * BK, &tmwu, kt * BK, c * 64, full + st, keep);
-                    if (R > 0) {
-                        int8_t *nb = An + (ac % ML_MA) * 2 * 64 * BK;
-                        tma_load_2d(nb, &tmnu, (int)aoff_up + c * 64, p0, full + st, keep);
-                        tma_load_2d(nb + 64 * BK, &tmnu, (int)(a.aoff + a_span(1, H)) + c * 64, p0, full + st, keep);
+                    if (R > 0) { /* rank j's A_up at column aoff_up + j 4H, B_dn at a.aoff + a_span(R, H) + j 4H */
+                        int8_t *nb = An + (ac % ML_MA) * 2 * AR * 64 * BK;
+                        for (int jr = 0; jr < AR; jr++) {
+                            tma_load_2d(nb + jr * 64 * BK, &tmnu, (int)aoff_up + jr * 4 * H + c * 64, p0, full + st, keep);
+                            tma_load_2d(nb + (AR + jr) * 64 * BK, &tmnu, (int)(a.aoff + a_span(AR, H)) + jr * 4 * H + c * 64, p0, full + st, keep);
+                        }
                         ac++;
                     }
                     j++;
@@ -339,8 +393,10 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                     j++;
                     if (R > 0 && c == NC / 2) { /* down's A rows, once the previous block's epilogue read them */
                         if (q >= 1) mbar_wait(adempty, (unsigned)(q - 1) & 1);
-                        mbar_expect_tx(adfull, (H / 128) * (BM / 2) * BN);
-                        for (int h = 0; h < H / 128; h++) tma_load_2d(Ad + h * (BM / 2) * BN, &tmnd, (int)a.aoff + h * BN, p0, adfull, keep);
+                        mbar_expect_tx(adfull, (H / 128) * AR * (BM / 2) * BN);
+                        for (int h = 0; h < H / 128; h++)
+                            for (int jr = 0; jr < AR; jr++)
+                                tma_load_2d(Ad + (h * AR + jr) * (BM / 2) * BN, &tmnd, (int)a.aoff + jr * H + h * BN, p0, adfull, keep);
                     }
                 }
             }
