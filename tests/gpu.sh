@@ -85,7 +85,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # with K = 128-512 run in mmx_kernel and down and the PLAIN ones with K > 512 in mmd_kernel (128 x 128 tiles where N is
 # an odd multiple of 128: down at hidden 128 and 384),
 # x . B_j from xb_kernel, p = sum_j t_j A_j in 32 bits at K <= 512 and in 64 above (EGG_CUDA_RGEMM=0: mm_kernel); at
-# hidden 256 the fused MLP takes rank 2-4 too, x . B_up from xb_kernel, U . B_dn_j in its epilogues (EGG_CUDA_FMLPR=0:
+# hidden 256 the fused MLP takes rank 2-4 too (at 128 rank 2), x . B_up from xb_kernel, U . B_dn_j in its epilogues (EGG_CUDA_FMLPR=0:
 # up and down as those two GEMMs).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
@@ -170,6 +170,9 @@ configs=(
   "h256-r4-mlp-fused-rank-4|--hidden 256 --layers 1 --rank 4 --pop 384 --seq 5"
   "h256-r3-sigma5-persistent-gemms-rank-3-mlp-two-gemms|--hidden 256 --layers 1 --rank 3 --pop 256 --seq 5 --sigma-shift 5|EGG_CUDA_FMLPR=0"
   "h128-r3-sigma5-persistent-gemms-rank-3|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 6 --sigma-shift 5"
+  "h128-r2-mlp-fused-rank-2|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6"
+  "h128-r2-sigma5-mlp-fused-rank-2-3ctas|--hidden 128 --layers 2 --rank 2 --pop 384 --seq 5 --sigma-shift 5|EGG_CUDA_MMP=3"
+  "h128-r2-persistent-gemms-down-128-column-tiles|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_FMLPR=0"
   "h512-r4-persistent-gemms-k512-32-bit-chunked|--hidden 512 --layers 1 --rank 4 --pop 256 --seq 5 --data $T/t.bin|EGG_CUDA_TCHUNK=2"
   "h1024-r2-persistent-gemms-k1024-4096-64-bit|--hidden 1024 --layers 1 --rank 2 --pop 128 --seq 4"
   "h256-r3-persistent-gemms-mlp-fused-parts-2|--hidden 256 --layers 2 --rank 3 --pop 512 --seq 5|EGG_CUDA_PARTS=2"

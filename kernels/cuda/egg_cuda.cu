@@ -194,7 +194,7 @@ struct CudaImpl {
     bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
     bool mmx512;              /* and the K = 512 ones (one X buffer a CTA; EGG_CUDA_MMX512=0: mmw_kernel) */
     bool rgemm;               /* rank 2-4 in mmx_kernel and mmd_kernel, x . B_j from xb_kernel (EGG_CUDA_RGEMM=0: mm_kernel) */
-    bool fmlpr;               /* and the fused MLP at hidden 256 (EGG_CUDA_FMLPR=0: up and down in those GEMMs) */
+    bool fmlpr;               /* and the fused MLP at hidden 256 (rank 2-4) and 128 (rank 2) (EGG_CUDA_FMLPR=0: up and down in those GEMMs) */
     bool resw;                /* mmx_kernel keeps W resident where its tiles fit the stages (EGG_CUDA_RESW=0: streamed) */
     bool fmlp;                /* H = 128/256: a layer's up and down in one mlp_kernel launch, U never in DRAM (EGG_CUDA_FMLP=0: two GEMMs) */
 #endif
@@ -1270,7 +1270,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 c->rgemm = !(eg && atoi(eg) == 0) && (size_t)mmx_smem_bytes(0, 4) <= prop.sharedMemPerBlockOptin &&
                            (size_t)mmd_smem_bytes(4) <= prop.sharedMemPerBlockOptin;
                 c->fmlpr = !(em && atoi(em) == 0) && (size_t)mlp_smem_bytes(256, 2) <= prop.sharedMemPerBlockOptin &&
-                           (size_t)mlp_smem_bytes(256, 3) <= prop.sharedMemPerBlockOptin && (size_t)mlp_smem_bytes(256, 4) <= prop.sharedMemPerBlockOptin;
+                           (size_t)mlp_smem_bytes(256, 3) <= prop.sharedMemPerBlockOptin && (size_t)mlp_smem_bytes(256, 4) <= prop.sharedMemPerBlockOptin &&
+                           (size_t)mlp_smem_bytes(128, 2) <= prop.sharedMemPerBlockOptin;
                 if (c->rgemm) {
 #define MXR_ATTR(R, EP, KT) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes(0, R)));
 #define MDR_ATTR1(R, W, M, NH) CK(cudaFuncSetAttribute(mmd_kernel<R, W, M, NH>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(R, NH)));
@@ -1289,7 +1290,10 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
 #define MLP_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(mlp_kernel<HH, R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, mlp_smem_bytes(HH, R > 1 ? R : 1)));
                 MLP_ATTR(256, 0, 0) MLP_ATTR(256, 1, 0) MLP_ATTR(256, 1, 1) MLP_ATTR(256, 1, 2)
                 MLP_ATTR(128, 0, 0) MLP_ATTR(128, 1, 0) MLP_ATTR(128, 1, 1) MLP_ATTR(128, 1, 2)
-                if (c->fmlpr) { MLP_ATTR(256, 2, 0) MLP_ATTR(256, 2, 2) MLP_ATTR(256, 3, 0) MLP_ATTR(256, 3, 2) MLP_ATTR(256, 4, 0) MLP_ATTR(256, 4, 2) }
+                if (c->fmlpr) {
+                    MLP_ATTR(256, 2, 0) MLP_ATTR(256, 2, 2) MLP_ATTR(256, 3, 0) MLP_ATTR(256, 3, 2) MLP_ATTR(256, 4, 0) MLP_ATTR(256, 4, 2)
+                    MLP_ATTR(128, 2, 0) MLP_ATTR(128, 2, 2)
+                }
 #undef MLP_ATTR
             }
             c->mmw_ctas = c->nsm; /* one CTA per SM */

@@ -275,14 +275,15 @@ static int8_t *wpu_of(const CudaImpl *c, int id) {
 }
 #ifdef EGG_MMP
 /* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
- * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 1 (at H = 256 rank 2-4 too, x . B_up from xb_kernel
- * into TF) with a row block's pairs consecutive in the noise blob): *done = 1; else *done = 0 and the caller runs the
+ * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 4 at H = 256 and <= 2 at 128 (at 2-4 x . B_up from
+ * xb_kernel into TF) with a row block's pairs consecutive in the noise blob; at H = 128 rank 4 ran 29% slower fused than
+ * as two GEMMs, its epilogues far longer than the other warpgroup's MMAs they run under): *done = 1; else *done = 0 and the caller runs the
  * two GEMMs */
 static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done, egg_err *err) {
     *done = 0;
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, r = noisy ? c->r : 0, wrap = x->n / 2;
     if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] ||
-        (r > 1 && (H != 256 || r > 4 || !c->rgemm || !c->fmlpr)) ||
+        (r > 1 && (r > (H == 256 ? 4 : 2) || !c->rgemm || !c->fmlpr)) ||
         (ml_rs(H) && !wpu_of(c, iu)) ||
         egg_mm_shift((uint32_t)H) != 8)
         return 0;
@@ -313,7 +314,8 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done,
         int rc = xb_run(c, r, 1, rows, H, x->XN, H, a.noise, c->pstride, au + a_span(r, 4 * H), 0, wrap, a.T, err);
         if (rc) return rc;
 #define MLP_R(RR) (ep == 2 ? MLP_GO(256, RR, 2) : MLP_GO(256, RR, 0))
-        if (r == 2) MLP_R(2);
+        if (H == 128) { if (ep == 2) MLP_GO(128, 2, 2); else MLP_GO(128, 2, 0); }
+        else if (r == 2) MLP_R(2);
         else if (r == 3) MLP_R(3);
         else MLP_R(4);
 #undef MLP_R

@@ -24,11 +24,11 @@
  * After the last chunk the down accumulators go out through wg_frag_direct (residual added), as in mmd_kernel. Same
  * integer operations as up in mmx_kernel and down in mmd_kernel. */
 /* W stages of 64 H bytes: a chunk's up ([H/64][64][64]: its 64 rows of Wup) is job j, its down ([H][64]) j + 1; 8 at H = 256
- * where down's A comes from registers (ml_rs: no U tiles in shared memory); at rank R >= 2 (H = 256 only) 7, 6, 4, as the
+ * where down's A comes from registers (ml_rs: no U tiles in shared memory); at H = 256 and rank R >= 2 7, 6, 4, as the
  * noise rows of R ranks take the rest */
-__host__ __device__ constexpr int ml_stages(int H, int R = 1) { return R >= 4 ? 4 : R == 3 ? 6 : R == 2 ? 7 : H == 256 ? 8 : 7; }
+__host__ __device__ constexpr int ml_stages(int H, int R = 1) { return H == 128 ? 7 : R >= 4 ? 4 : R == 3 ? 6 : R == 2 ? 7 : 8; }
 /* the chunks' noise buffers: up's A rows [AR][64 pairs][64], down's B rows [AR][64 pairs][64]; AR = max(R, 1) ranks */
-__host__ __device__ constexpr int ml_ma(int R) { return R >= 3 ? 2 : R == 2 ? 3 : 4; }
+__host__ __device__ constexpr int ml_ma(int H, int R) { return H == 128 ? (R >= 4 ? 3 : 4) : R >= 3 ? 2 : R == 2 ? 3 : 4; }
 __host__ __device__ constexpr int ml_ar(int R) { return R >= 2 ? R : 1; }
 /* the epilogue under the MMAs (OVL) at H = 128 only: at 256 the accumulator copy next to down's 128 accumulators made
  * ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9); rolled, and with RS, it
@@ -43,7 +43,7 @@ __host__ __device__ constexpr int mlp_smem_bytes(int H, int R = 1) {
     /* stages, x, up's B rows (rank 1: at rank 2-4 x . B_up comes from T), down's A rows, U tiles, the noise buffers, ts
      * (an int4 a row at rank 2-4), barriers */
     return ml_stages(H, R) * 64 * H + H * BM + (R >= 2 ? 0 : H * 64) + (H / 128) * ml_ar(R) * (BM / 2) * BN + ml_utiles(H) * 2 * 64 * BK +
-           ml_ma(R) * 2 * ml_ar(R) * 64 * BK + BM * 4 * (R >= 2 ? 4 : 1) + (2 * ml_stages(H, R) + 6 + ml_ma(R)) * 8;
+           ml_ma(H, R) * 2 * ml_ar(R) * 64 * BK + BM * 4 * (R >= 2 ? 4 : 1) + (2 * ml_stages(H, R) + 6 + ml_ma(H, R)) * 8;
 }
 #ifdef MMP_WGMMA
 template <int H, int R, int EP, int w>
@@ -52,8 +52,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                                             uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, uint64_t *turn, int nrb, int tid) {
     constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
     constexpr bool OVL = ml_ovl(H), RS = ml_rs(H);
-    constexpr int ML_S = ml_stages(H, R), ML_MA = ml_ma(R), AR = ml_ar(R);
-    static_assert(R <= 1 || RS, "mlp_kernel: rank 2-4 at H = 256 only");
+    constexpr int ML_S = ml_stages(H, R), ML_MA = ml_ma(H, R), AR = ml_ar(R);
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     int dd[H / 2], du[32], e[OVL ? 32 : 1];
     unsigned ua[RS ? 8 : 1]; /* RS: the chunk's U, word 4 hr + q of row hr: units 16 q + 4 tig .. + 3 */
@@ -166,6 +165,32 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                         ua[4 * hr + q4] = y;
                         if (R > 0) tn[hr] = __dp4a((int)y, *(const int *)(nb + 64 * BK + o), tn[hr]);
                     }
+            } else if constexpr (R >= 2) { /* as below with R ranks (OVL with EP 2: v is the copy as 256 v) */
+                int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * BK;
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) {
+                    int t[AR];
+                    int4 Av[AR];
+#pragma unroll
+                    for (int jr = 0; jr < AR; jr++) {
+                        t[jr] = (&tur[hr].x)[jr];
+                        Av[jr] = *(const int4 *)(nb + jr * 64 * BK + wg_off(r[hr] >> 1, tig));
+                    }
+                    constexpr int S8 = OVL ? 1 : 256;
+                    int4 y;
+#pragma unroll
+                    for (int q4 = 0; q4 < 4; q4++) { /* units 16 tig + 4 q4 .. + 3 */
+                        const int i = 8 * q4 + 2 * hr;
+                        unsigned aw[AR];
+#pragma unroll
+                        for (int jr = 0; jr < AR; jr++) aw[jr] = (unsigned)(&Av[jr].x)[q4];
+                        (&y.x)[q4] = (int)(EP == 2 ? epi_quad_r8<AR>(S8 * v[i], S8 * v[i + 1], S8 * v[i + 4], S8 * v[i + 5], aw, t)
+                                                   : epi_quad_r<AR, false>(v[i], v[i + 1], v[i + 4], v[i + 5], aw, t, 8, a.pshift));
+                    }
+                    *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
+#pragma unroll
+                    for (int jr = 0; jr < AR; jr++) tnr[hr][jr] += dot16(y, *(const int4 *)(nb + (AR + jr) * 64 * BK + wg_off(r[hr] >> 1, tig)));
+                }
             } else { /* W_up's copy wperm_row: a thread's accumulators of row hr are units 16 tig .. + 15 of the chunk */
                 int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * BK;
 #pragma unroll
@@ -306,6 +331,17 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             }
 #pragma unroll
             for (int h = 0; h < H / 128; h++) frag_direct_store<MODE_RESID, true>(a, st[h], m0, h * BN, warp, gid, tig, ot[h], a.Y);
+        } else if constexpr (R >= 2) { /* down: p in 32 bits at K = 4 H = 512 */
+            int4 tdr[2];
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) tdr[hr] = ((const int4 *)ts)[r[hr]];
+#pragma unroll
+            for (int h = 0; h < H / 128; h++) {
+                int4 st[2][2];
+                frag_direct_out_r<AR, (4 * H > 512), false>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * AR * (BM / 2) * BN, tdr, warp,
+                                                            gid, tig, adempty, st);
+                frag_direct_store<MODE_RESID, true>(a, st, m0, h * BN, warp, gid, tig, ot[h], a.Y);
+            }
         } else {
 #pragma unroll
             for (int h = 0; h < H / 128; h++)
@@ -324,7 +360,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                                                             const __grid_constant__ CUtensorMap tmwu, const __grid_constant__ CUtensorMap tmnu,
                                                             const __grid_constant__ CUtensorMap tmwd, const __grid_constant__ CUtensorMap tmnd) {
 #ifdef MMP_WGMMA
-    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H, ML_S = ml_stages(H, R), ML_MA = ml_ma(R), AR = ml_ar(R);
+    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H, ML_S = ml_stages(H, R), ML_MA = ml_ma(H, R), AR = ml_ar(R);
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                    /* [ML_S][SB] */
     int8_t *Xr = Ws + ML_S * SB;                    /* [KT][BM][BK]: the block's x */
