@@ -207,7 +207,7 @@ struct CudaImpl {
     cudaStream_t cs;          /* the step's token upload, beside the prefetched noise kernels on st */
     cudaEvent_t up;           /* that upload done: st waits for it */
     int parts_env;            /* EGG_CUDA_PARTS (-1: unset) */
-    int noisew;               /* the rank-1 noise 16 values a thread where shapes allow (EGG_CUDA_NOISEW=0: 4) */
+    int noisew;               /* the noise 16 values a thread where shapes allow (EGG_CUDA_NOISEW=0: 4 at rank 1, 1 at rank 2-4) */
     int ops4;                 /* the rank-1 update operands four entries a thread (EGG_CUDA_OPS4=0: one) */
     int embln;                /* layer 0's EGG-LN1 inside the embedding kernel at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch) */
     cudaStream_t ps[EGG_PARTS_MAX];  /* the train forward's parts, one stream each (eval_parts) */

@@ -276,9 +276,9 @@ static int8_t *wpu_of(const CudaImpl *c, int id) {
 #ifdef EGG_MMP
 /* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
  * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 4 at H = 256 and <= 2 at 128 (at 2-4 x . B_up from
- * xb_kernel into TF) with a row block's pairs consecutive in the noise blob; at H = 128 rank 4 ran 29% slower fused than
- * as two GEMMs, its epilogues far longer than the other warpgroup's MMAs they run under): *done = 1; else *done = 0 and the caller runs the
- * two GEMMs */
+ * xb_kernel into TF) with a row block's pairs consecutive in the noise blob): *done = 1; else *done = 0 and the caller
+ * runs the two GEMMs. At H = 128 rank 4 ran 29% slower fused than as two GEMMs (its epilogues far longer than the other
+ * warpgroup's MMAs they run under) */
 static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done, egg_err *err) {
     *done = 0;
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, r = noisy ? c->r : 0, wrap = x->n / 2;

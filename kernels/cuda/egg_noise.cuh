@@ -42,6 +42,43 @@ __device__ __forceinline__ void noise_r1_groups(const uint64_t *skey, int pb, in
         else *(unsigned *)(blob + dst) = w[0];
     }
 }
+/* rank r >= 2: the same walk, a group's values of one rank's row (A[j][o] = noise(o r + j), B[j][k] = noise(N r + k r + j)),
+ * so a group's hash inputs are r golden steps apart (one division a group finds its row); N, K multiples of V */
+template <int V>
+__device__ __forceinline__ void noise_rr_groups(const uint64_t *skey, int pb, int np, uint32_t len, uint32_t rN, int kind, int is_emb, int N,
+                                                int K, int r, size_t off, size_t pstride, int8_t *noise) {
+    const uint32_t ng = len / V, nq = (uint32_t)min(NOISE_PP, np - pb), dq = blockDim.x / ng, dg = blockDim.x % ng;
+    const uint64_t step = kind == EGG_T_VEC ? EGG_GOLDEN : (uint64_t)r * EGG_GOLDEN;
+    uint32_t q = threadIdx.x / ng, g = threadIdx.x % ng;
+    for (; q < nq; q += dq, g += dg) {
+        if (g >= ng) g -= ng, q++;
+        if (q >= nq) break;
+        const uint32_t i = V * g;
+        int8_t *blob = noise + (size_t)(pb + q) * pstride + off;
+        uint32_t idx = i, dst = i;
+        if (kind != EGG_T_VEC) {
+            if (!is_emb && i < rN) { /* A[j][o] */
+                const uint32_t j = i / (uint32_t)N, o = i - j * (uint32_t)N;
+                idx = o * (uint32_t)r + j;
+            } else { /* B[j][k] */
+                const uint32_t b = is_emb ? i : i - rN, j = b / (uint32_t)K, k = b - j * (uint32_t)K;
+                idx = rN + k * (uint32_t)r + j;
+                if (!is_emb) dst = (uint32_t)a_span(r, N) + b;
+            }
+        }
+        uint64_t z = skey[q] + (uint64_t)(idx + 1) * EGG_GOLDEN;
+        unsigned w[V / 4];
+#pragma unroll
+        for (int k = 0; k < V / 4; k++) {
+            int v[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++, z += step) v[e] = egg_noise_at(z);
+            w[k] = low_bytes4(v[0], v[1], v[2], v[3]);
+        }
+        if constexpr (V == 16) *(uint4 *)(blob + dst) = make_uint4(w[0], w[1], w[2], w[3]);
+        else *(unsigned *)(blob + dst) = w[0];
+    }
+}
 /* every tensor's noise in one launch: blockIdx.y is the tensor (a launch per tensor had cost ~10 us of start and tail
  * each, 62 of them a step at EGG-256x6) */
 template <bool R1> /* rank 1: A[0][o] = noise(o), B[0][k] = noise(N + k), no divisions */
@@ -65,6 +102,10 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
         if (wide && (kind == EGG_T_VEC ? N % 8 == 0 : K % 16 == 0 && (is_emb || N % 16 == 0)))
             noise_r1_groups<16>(skey, pb, np, len, rN, kind, is_emb, N, off, pstride, noise);
         else noise_r1_groups<4>(skey, pb, np, len, rN, kind, is_emb, N, off, pstride, noise);
+        return;
+    }
+    if (!R1 && wide && N % 16 == 0 && K % 16 == 0) { /* rank 2-4: 16 values a thread (EGG_CUDA_NOISEW=0: one, below) */
+        noise_rr_groups<16>(skey, pb, np, len, rN, kind, is_emb, N, K, r, off, pstride, noise);
         return;
     }
     for (int q = 0; q < NOISE_PP && pb + q < np; q++) {
