@@ -176,6 +176,7 @@ configs=(
   "h128-r2-persistent-gemms-down-128-column-tiles|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_FMLPR=0"
   "h512-r4-persistent-gemms-k512-32-bit-chunked|--hidden 512 --layers 1 --rank 4 --pop 256 --seq 5 --data $T/t.bin|EGG_CUDA_TCHUNK=2"
   "h1024-r2-persistent-gemms-k1024-4096-64-bit|--hidden 1024 --layers 1 --rank 2 --pop 128 --seq 4"
+  "h768-r3-persistent-gemms-k768-3072-generic-xb|--hidden 768 --layers 1 --rank 3 --pop 128 --seq 4"
   "h256-r3-persistent-gemms-mlp-fused-parts-2|--hidden 256 --layers 2 --rank 3 --pop 512 --seq 5|EGG_CUDA_PARTS=2"
   "h384-r2-persistent-gemms-down-128-column-tiles|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 4"
   "h256-r2-gemms-rank-2-in-mm-kernel|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_RGEMM=0"
