@@ -611,8 +611,8 @@ __global__ void __launch_bounds__(256) xb_kernel(int M, int K, const int8_t *X, 
             for (int mt = 0; mt < NM; mt++)
 #pragma unroll
                 for (int j = 0; j < R; j++) {
-                    acc[mt][j][0] = __dp4a(a0.w, b[mt][j].w, __dp4a(a0.z, b[mt][j].z, __dp4a(a0.y, b[mt][j].y, __dp4a(a0.x, b[mt][j].x, acc[mt][j][0]))));
-                    acc[mt][j][1] = __dp4a(a1.w, b[mt][j].w, __dp4a(a1.z, b[mt][j].z, __dp4a(a1.y, b[mt][j].y, __dp4a(a1.x, b[mt][j].x, acc[mt][j][1]))));
+                    acc[mt][j][0] = dot16_acc(a0, b[mt][j], acc[mt][j][0]);
+                    acc[mt][j][1] = dot16_acc(a1, b[mt][j], acc[mt][j][1]);
                 }
         };
         if (CH > 0) {

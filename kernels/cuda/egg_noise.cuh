@@ -14,59 +14,42 @@ __device__ __forceinline__ unsigned low_bytes4(int a, int b, int c, int d) {
 #define NOISE_PP 32 /* pairs per block of the noise kernel (8: 1249-1271 us a step at EGG-256x6, 32: 1140; 64: 1132-1136) */
 #endif
 struct NoiseTab { int kind, N, K, is_emb; unsigned long long off; }; /* a tensor's shape and its offset in a pair's blob */
-/* rank 1: the block's pairs' groups of V values (4: one 32-bit store, 16: one 16-byte store) as one range, (pair q,
- * group g) walked by the threads together (a loop per pair left most threads idle where a blob has fewer groups than
- * the block threads); a group's hash inputs are a golden step apart */
-template <int V>
-__device__ __forceinline__ void noise_r1_groups(const uint64_t *skey, int pb, int np, uint32_t len, uint32_t rN, int kind, int is_emb, int N,
-                                                size_t off, size_t pstride, int8_t *noise) {
+/* the block's pairs' groups of V values (4: one 32-bit store, 16: one 16-byte store) as one range, (pair q, group g)
+ * walked by the threads together (a loop per pair left most threads idle where a blob has fewer groups than the block
+ * threads). R1 (rank 1): a group's hash inputs are a golden step apart, no divisions; else (rank r >= 2) a group holds
+ * values of one rank's row (A[j][o] = noise(o r + j), B[j][k] = noise(N r + k r + j)), its hash inputs r golden steps
+ * apart, one division a group finding the row (N, K multiples of V) */
+template <int V, bool R1>
+__device__ __forceinline__ void noise_groups(const uint64_t *skey, int pb, int np, uint32_t len, uint32_t rN, int kind, int is_emb, int N,
+                                             int K, int r, size_t off, size_t pstride, int8_t *noise) {
     const uint32_t ng = len / V, nq = (uint32_t)min(NOISE_PP, np - pb), dq = blockDim.x / ng, dg = blockDim.x % ng;
+    const uint64_t step = R1 || kind == EGG_T_VEC ? EGG_GOLDEN : (uint64_t)r * EGG_GOLDEN;
     uint32_t q = threadIdx.x / ng, g = threadIdx.x % ng;
     for (; q < nq; q += dq, g += dg) {
         if (g >= ng) g -= ng, q++;
         if (q >= nq) break;
         const uint32_t i = V * g;
         int8_t *blob = noise + (size_t)(pb + q) * pstride + off;
-        const bool b = kind != EGG_T_VEC && (is_emb || i >= rN); /* B: blob at a_span(1, N) (embedding: B only) */
-        uint64_t z = skey[q] + (uint64_t)((b && is_emb ? rN + i : i) + 1) * EGG_GOLDEN;
-        const uint32_t dst = b && !is_emb ? (uint32_t)a_span(1, N) + (i - rN) : i;
-        unsigned w[V / 4];
-#pragma unroll
-        for (int k = 0; k < V / 4; k++) {
-            int v[4];
-#pragma unroll
-            for (int e = 0; e < 4; e++, z += EGG_GOLDEN) v[e] = egg_noise_at(z);
-            w[k] = low_bytes4(v[0], v[1], v[2], v[3]);
-        }
-        if constexpr (V == 16) *(uint4 *)(blob + dst) = make_uint4(w[0], w[1], w[2], w[3]);
-        else *(unsigned *)(blob + dst) = w[0];
-    }
-}
-/* rank r >= 2: the same walk, a group's values of one rank's row (A[j][o] = noise(o r + j), B[j][k] = noise(N r + k r + j)),
- * so a group's hash inputs are r golden steps apart (one division a group finds its row); N, K multiples of V */
-template <int V>
-__device__ __forceinline__ void noise_rr_groups(const uint64_t *skey, int pb, int np, uint32_t len, uint32_t rN, int kind, int is_emb, int N,
-                                                int K, int r, size_t off, size_t pstride, int8_t *noise) {
-    const uint32_t ng = len / V, nq = (uint32_t)min(NOISE_PP, np - pb), dq = blockDim.x / ng, dg = blockDim.x % ng;
-    const uint64_t step = kind == EGG_T_VEC ? EGG_GOLDEN : (uint64_t)r * EGG_GOLDEN;
-    uint32_t q = threadIdx.x / ng, g = threadIdx.x % ng;
-    for (; q < nq; q += dq, g += dg) {
-        if (g >= ng) g -= ng, q++;
-        if (q >= nq) break;
-        const uint32_t i = V * g;
-        int8_t *blob = noise + (size_t)(pb + q) * pstride + off;
-        uint32_t idx = i, dst = i;
-        if (kind != EGG_T_VEC) {
-            if (!is_emb && i < rN) { /* A[j][o] */
-                const uint32_t j = i / (uint32_t)N, o = i - j * (uint32_t)N;
-                idx = o * (uint32_t)r + j;
-            } else { /* B[j][k] */
-                const uint32_t b = is_emb ? i : i - rN, j = b / (uint32_t)K, k = b - j * (uint32_t)K;
-                idx = rN + k * (uint32_t)r + j;
-                if (!is_emb) dst = (uint32_t)a_span(r, N) + b;
+        uint64_t z;
+        uint32_t dst = i;
+        if (R1) {
+            const bool b = kind != EGG_T_VEC && (is_emb || i >= rN); /* B: blob at a_span(1, N) (embedding: B only) */
+            z = skey[q] + (uint64_t)((b && is_emb ? rN + i : i) + 1) * EGG_GOLDEN;
+            dst = b && !is_emb ? (uint32_t)a_span(1, N) + (i - rN) : i;
+        } else {
+            uint32_t idx = i;
+            if (kind != EGG_T_VEC) {
+                if (!is_emb && i < rN) { /* A[j][o] */
+                    const uint32_t j = i / (uint32_t)N, o = i - j * (uint32_t)N;
+                    idx = o * (uint32_t)r + j;
+                } else { /* B[j][k] */
+                    const uint32_t b = is_emb ? i : i - rN, j = b / (uint32_t)K, k = b - j * (uint32_t)K;
+                    idx = rN + k * (uint32_t)r + j;
+                    if (!is_emb) dst = (uint32_t)a_span(r, N) + b;
+                }
             }
+            z = skey[q] + (uint64_t)(idx + 1) * EGG_GOLDEN;
         }
-        uint64_t z = skey[q] + (uint64_t)(idx + 1) * EGG_GOLDEN;
         unsigned w[V / 4];
 #pragma unroll
         for (int k = 0; k < V / 4; k++) {
@@ -100,12 +83,12 @@ __global__ void noise_kernel(int np, uint32_t p0, uint64_t seed, uint32_t epoch,
     if (R1 && N % 4 == 0 && K % 4 == 0) {
         /* 16 values a thread where the A / B boundary and the blob offsets keep 16-byte groups aligned */
         if (wide && (kind == EGG_T_VEC ? N % 8 == 0 : K % 16 == 0 && (is_emb || N % 16 == 0)))
-            noise_r1_groups<16>(skey, pb, np, len, rN, kind, is_emb, N, off, pstride, noise);
-        else noise_r1_groups<4>(skey, pb, np, len, rN, kind, is_emb, N, off, pstride, noise);
+            noise_groups<16, true>(skey, pb, np, len, rN, kind, is_emb, N, K, 1, off, pstride, noise);
+        else noise_groups<4, true>(skey, pb, np, len, rN, kind, is_emb, N, K, 1, off, pstride, noise);
         return;
     }
     if (!R1 && wide && N % 16 == 0 && K % 16 == 0) { /* rank 2-4: 16 values a thread (EGG_CUDA_NOISEW=0: one, below) */
-        noise_rr_groups<16>(skey, pb, np, len, rN, kind, is_emb, N, K, r, off, pstride, noise);
+        noise_groups<16, false>(skey, pb, np, len, rN, kind, is_emb, N, K, r, off, pstride, noise);
         return;
     }
     for (int q = 0; q < NOISE_PP && pb + q < np; q++) {

@@ -314,12 +314,14 @@ __device__ __forceinline__ void wg_frag_direct_r(const MMArgs &a, const int (&d)
 }
 #endif
 
-/* x . b over 16 bytes */
-__device__ __forceinline__ int dot16(int4 x, int4 b) {
-    int t = __dp4a(x.x, b.x, 0);
+/* t + x . b over 16 bytes */
+__device__ __forceinline__ int dot16_acc(int4 x, int4 b, int t) {
+    t = __dp4a(x.x, b.x, t);
     t = __dp4a(x.y, b.y, t); t = __dp4a(x.z, b.z, t);
     return __dp4a(x.w, b.w, t);
 }
+/* x . b over 16 bytes */
+__device__ __forceinline__ int dot16(int4 x, int4 b) { return dot16_acc(x, b, 0); }
 /* t + x . b over 32 bytes (x0 x1, b0 b1) */
 __device__ __forceinline__ int dp4a_16x2(int4 x0, int4 x1, int4 b0, int4 b1, int t) {
     t = __dp4a(x0.x, b0.x, t); t = __dp4a(x0.y, b0.y, t); t = __dp4a(x0.z, b0.z, t); t = __dp4a(x0.w, b0.w, t);
