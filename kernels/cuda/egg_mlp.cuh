@@ -29,7 +29,6 @@
 __host__ __device__ constexpr int ml_stages(int H, int R = 1) { return H == 128 ? 7 : R >= 4 ? 4 : R == 3 ? 6 : R == 2 ? 7 : 8; }
 /* the chunks' noise buffers: up's A rows [AR][64 pairs][64], down's B rows [AR][64 pairs][64]; AR = max(R, 1) ranks */
 __host__ __device__ constexpr int ml_ma(int H, int R) { return H == 128 ? (R >= 4 ? 3 : 4) : R >= 3 ? 2 : R == 2 ? 3 : 4; }
-__host__ __device__ constexpr int ml_ar(int R) { return R >= 2 ? R : 1; }
 /* the epilogue under the MMAs (OVL) at H = 128 only: at 256 the accumulator copy next to down's 128 accumulators made
  * ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9); rolled, and with RS, it
  * ran no faster (docs/BENCHMARKS.md) */
@@ -42,8 +41,8 @@ __host__ __device__ constexpr int ml_utiles(int H) { return ml_ovl(H) ? 2 : ml_r
 __host__ __device__ constexpr int mlp_smem_bytes(int H, int R = 1) {
     /* stages, x, up's B rows (rank 1: at rank 2-4 x . B_up comes from T), down's A rows, U tiles, the noise buffers, ts
      * (an int4 a row at rank 2-4), barriers */
-    return ml_stages(H, R) * 64 * H + H * BM + (R >= 2 ? 0 : H * 64) + (H / 128) * ml_ar(R) * (BM / 2) * BN + ml_utiles(H) * 2 * 64 * BK +
-           ml_ma(H, R) * 2 * ml_ar(R) * 64 * BK + BM * 4 * (R >= 2 ? 4 : 1) + (2 * ml_stages(H, R) + 6 + ml_ma(H, R)) * 8;
+    return ml_stages(H, R) * 64 * H + H * BM + (R >= 2 ? 0 : H * 64) + (H / 128) * rank_rows(R) * (BM / 2) * BN + ml_utiles(H) * 2 * 64 * BK +
+           ml_ma(H, R) * 2 * rank_rows(R) * 64 * BK + BM * 4 * (R >= 2 ? 4 : 1) + (2 * ml_stages(H, R) + 6 + ml_ma(H, R)) * 8;
 }
 #ifdef MMP_WGMMA
 template <int H, int R, int EP, int w>
@@ -52,7 +51,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                                             uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, uint64_t *turn, int nrb, int tid) {
     constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
     constexpr bool OVL = ml_ovl(H), RS = ml_rs(H);
-    constexpr int ML_S = ml_stages(H, R), ML_MA = ml_ma(H, R), AR = ml_ar(R);
+    constexpr int ML_S = ml_stages(H, R), ML_MA = ml_ma(H, R), AR = rank_rows(R);
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     int dd[H / 2], du[32], e[OVL ? 32 : 1];
     unsigned ua[RS ? 8 : 1]; /* RS: the chunk's U, word 4 hr + q of row hr: units 16 q + 4 tig .. + 3 */
@@ -360,7 +359,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                                                             const __grid_constant__ CUtensorMap tmwu, const __grid_constant__ CUtensorMap tmnu,
                                                             const __grid_constant__ CUtensorMap tmwd, const __grid_constant__ CUtensorMap tmnd) {
 #ifdef MMP_WGMMA
-    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H, ML_S = ml_stages(H, R), ML_MA = ml_ma(H, R), AR = ml_ar(R);
+    constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H, ML_S = ml_stages(H, R), ML_MA = ml_ma(H, R), AR = rank_rows(R);
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                    /* [ML_S][SB] */
     int8_t *Xr = Ws + ML_S * SB;                    /* [KT][BM][BK]: the block's x */

@@ -226,7 +226,6 @@ __global__ void __launch_bounds__(WS_THREADS, 1) mmw_kernel(TMA_GEMM_PARAMS) {
 /* tiles' A-row buffers: the producer loads tile it's after tile it - mx_as's epilogue read its own; at rank R >= 2 a
  * buffer holds R ranks' rows ([R][BM/2][BN]), three of them at R >= 3 */
 __host__ __device__ constexpr int mx_as(int R) { return R >= 3 ? 3 : 4; }
-__host__ __device__ constexpr int mx_arows(int R) { return R >= 2 ? R : 1; }
 /* DUAL (two GEMMs of one X, Wf and Wh): both matrices' B rows resident, so 8 W stages instead of 10; 8 at rank 4 too
  * (its A rows) */
 /* the row block's X and B rows take 8 k-steps of buffer: two buffers (by row-block parity: the next row block loads
@@ -235,14 +234,14 @@ __host__ __device__ constexpr int mx_arows(int R) { return R >= 2 ? R : 1; }
 __host__ __device__ constexpr int mx_xbufs(int kt) { return kt > 4 ? 1 : 2; }
 __host__ __device__ constexpr int mx_stages(int dual, int R = 1) { return dual || R >= 4 ? 8 : 10; }
 __host__ __device__ constexpr int mmx_smem_bytes(int dual, int R = 1) {
-    return mx_stages(dual, R) * BN * BK + 2 * 4 * BM * BK + (R >= 2 ? 0 : (1 + dual) * 2 * 4 * (BM / 2) * BK) + mx_as(R) * mx_arows(R) * (BM / 2) * BN +
+    return mx_stages(dual, R) * BN * BK + 2 * 4 * BM * BK + (R >= 2 ? 0 : (1 + dual) * 2 * 4 * (BM / 2) * BK) + mx_as(R) * rank_rows(R) * (BM / 2) * BN +
            (1 + dual) * 2 * BM * 4 + (2 * mx_stages(dual, R) + 4 + 2 * mx_as(R)) * 8;
 }
 #ifdef MMP_WGMMA
 template <int R, int w, int EP, int KT, int DUAL>
 struct MmxConsumer {
     static constexpr int S = mx_stages(DUAL, R), NT = 1 + DUAL; /* stages; matrices */
-    static constexpr int AS = mx_as(R), AB = mx_arows(R) * (BM / 2) * BN; /* A-row buffers, bytes each */
+    static constexpr int AS = mx_as(R), AB = rank_rows(R) * (BM / 2) * BN; /* A-row buffers, bytes each */
     static constexpr int XB = mx_xbufs(KT), XL = 8 / XB;      /* X / B row buffers (by row block), k-steps each */
     const MMArgs &a;
     const int8_t *As;
@@ -342,7 +341,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
 #ifdef MMP_WGMMA
     constexpr int S = mx_stages(DUAL, R), NT = 1 + DUAL;
     constexpr int XB = mx_xbufs(KT), XL = 8 / XB; /* X / B buffers, k-steps each */
-    constexpr int AS = mx_as(R), AR = mx_arows(R);  /* A-row buffers, ranks each */
+    constexpr int AS = mx_as(R), AR = rank_rows(R);  /* A-row buffers, ranks each */
     static_assert(KT <= XL && !(DUAL && XB < 2) && !(DUAL && R >= 2), "mmx_kernel: K <= 512, DUAL only at K <= 256 and rank <= 1");
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Ws = (int8_t *)smem;                  /* stage s: W [BN][BK] */

@@ -7,6 +7,8 @@
 #define EGG_SM90_CUH
 
 #define OLD (BN + 16) /* staging-tile row: 144 bytes, conflict-free char2 writes */
+/* the ranks of A (or B) rows a kernel's noise buffer holds at rank R: R at rank 2-4, one row at rank <= 1 */
+__host__ __device__ constexpr int rank_rows(int R) { return R >= 2 ? R : 1; }
 #include "cuda/egg_epi.cuh" /* pack2_clip8, epi_pair, epi_pair_w */
 /* clip8(y + o) on four int8 lanes: saturate to -128..127, then raise -128 to -127 */
 __device__ __forceinline__ unsigned add_clip4(unsigned y, unsigned o) { return __vmaxs4(__vaddss4(y, o), 0x81818181u); }
