@@ -86,7 +86,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # an odd multiple of 128: down at hidden 128 and 384),
 # x . B_j from xb_kernel, p = sum_j t_j A_j in 32 bits at K <= 512 and in 64 above (EGG_CUDA_RGEMM=0: mm_kernel); at
 # hidden 256 the fused MLP takes rank 2-4 too (at 128 rank 2), x . B_up from xb_kernel, U . B_dn_j in its epilogues (EGG_CUDA_FMLPR=0:
-# up and down as those two GEMMs).
+# up and down as those two GEMMs); its row blocks there walk a member group's timesteps first where the members are a
+# multiple of 128 (EGG_CUDA_TORD=0: in row order).
 configs=(
   "h32-l1-r1|--hidden 32 --layers 1 --rank 1 --pop 10 --seq 12"
   "h64-l2-r2|--hidden 64 --layers 2 --rank 2 --pop 202 --seq 10"
@@ -180,6 +181,7 @@ configs=(
   "h256-r3-persistent-gemms-mlp-fused-parts-2|--hidden 256 --layers 2 --rank 3 --pop 512 --seq 5|EGG_CUDA_PARTS=2"
   "h384-r2-persistent-gemms-down-128-column-tiles|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 4"
   "h256-r2-gemms-rank-2-in-mm-kernel|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_RGEMM=0"
+  "h256-r3-mlp-fused-row-blocks-in-row-order-3ctas|--hidden 256 --layers 2 --rank 3 --pop 384 --seq 6|EGG_CUDA_TORD=0 EGG_CUDA_MMP=3"
 )
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)
   sel=(); for cfg in "${configs[@]}"; do [[ ${cfg%%|*} =~ $GPU_ONLY ]] && sel+=("$cfg"); done; configs=("${sel[@]}")

@@ -199,6 +199,7 @@ struct CudaImpl {
     bool fmlp;                /* H = 128/256: a layer's up and down in one mlp_kernel launch, U never in DRAM (EGG_CUDA_FMLP=0: two GEMMs) */
 #endif
     bool dual;                /* Wf.x and Wh.x in one mmx_kernel launch (DUAL; EGG_CUDA_DUAL=0: a launch each) */
+    bool tord;                /* the fused MLP's row blocks walk a member group's timesteps first (blk_m0; EGG_CUDA_TORD=0: row order) */
     uint64_t *seedep;         /* device: {seed, epoch} of the step being evaluated */
     cudaGraph_t graph;        /* the training forward (all timesteps), captured once */
     cudaGraphExec_t gexec;
@@ -1256,6 +1257,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             }
             const char *e2 = getenv("EGG_CUDA_DUAL");
             c->dual = !(e2 && atoi(e2) == 0);
+            const char *eo = getenv("EGG_CUDA_TORD");
+            c->tord = !(eo && atoi(eo) == 0);
             const char *ed = getenv("EGG_CUDA_WIDE");
             c->mmd = !(ed && atoi(ed) == 0) && (size_t)mmd_smem_bytes() <= prop.sharedMemPerBlockOptin ? (ed ? atoi(ed) : 2) : 0;
             if (c->mmd) {

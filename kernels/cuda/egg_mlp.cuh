@@ -87,7 +87,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         issue_up(0);
     }
     for (int q = 0; q < nrb; q++, j += 2 * NC) {
-        const int m0 = ((int)blockIdx.x + q * (int)gridDim.x) * BM;
+        const int m0 = blk_m0(a, (int)blockIdx.x + q * (int)gridDim.x);
         int tu[2] = {0, 0}, tn[2] = {0, 0};
         int4 tur[2]; /* rank 2-4: the rows' sign * x . B_up_j (T, xb_kernel) */
         int tnr[2][AR] = {}; /* rank 2-4: U . B_dn_j */
@@ -400,7 +400,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
                 return st;
             };
             for (int q = 0; q < nrb; q++) {
-                const int m0 = ((int)blockIdx.x + q * G) * BM;
+                const int m0 = blk_m0(a, (int)blockIdx.x + q * G);
                 const int p0 = R > 0 ? (m0 >> 1) % a.wrap : 0;
                 if (q >= 1) mbar_wait(xempty, (unsigned)(q - 1) & 1);
                 mbar_expect_tx(xfull, KT * BM * BK + (R == 1 ? KT * 64 * BK : 0));

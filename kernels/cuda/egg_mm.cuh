@@ -65,6 +65,7 @@ struct MMArgs {
     /* rank 2-4 in mmx_kernel and mmd_kernel: T [M][4] int32, row m's sign * x_m . B_j (j < r; xb_kernel, before the
      * launch); the caller's scratch, room for two matrices where a has a second (its T at T + 4 M) */
     int32_t *T; int tready;          /* tready: T holds this GEMM's rows already (a pair's second: xb_kernel ran for both) */
+    int tord;                        /* > 0: the timesteps of the rows [tord][2 wrap]; the row blocks walk timesteps first (blk_m0) */
 };
 /* the W row that row o of its permuted copy holds: in each block of 128 rows, row 8 jn + 2 tig + b holds
  * 64 (jn / 8) + 16 tig + 2 (jn % 8) + b: a wgmma accumulator's columns 8 jn + 2 tig (+1), jn < 16, become two runs
@@ -87,6 +88,13 @@ __host__ __device__ __forceinline__ int wpermu_dst(int u) {
     return (u & ~63) | (((u >> 4) & 3) << 4) | (((u >> 1) & 1) << 3) | (((u >> 2) & 3) << 1) | (u & 1);
 }
 __device__ __forceinline__ int pair_of(const MMArgs &a, int m) { return a.wrap ? (m >> 1) % a.wrap : (m >> 1); }
+/* row block b's first row. Rows are [time][n = 2 wrap members]; with a.tord (n a multiple of BM) block b is members
+ * BM (b / tord) .. + BM - 1 at timestep b % tord: a persistent launch's CTAs, at work on neighbouring blocks, read the
+ * same few pairs' noise rows (at rank 4 the fused MLP's are 32 MB a member part of 8192, read again each timestep; in
+ * timestep order every CTA read other pairs'), which then stay in L2. Else block b is rows BM b .. + BM - 1 */
+__device__ __forceinline__ int blk_m0(const MMArgs &a, int b) {
+    return a.tord > 0 ? (b % a.tord) * (2 * a.wrap) + (b / a.tord) * BM : b * BM;
+}
 
 #if !defined(__HIPCC__) /* PTX; HIP: the same names in kernels/hip/egg_tile_hip.h */
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool pred) {
