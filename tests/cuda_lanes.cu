@@ -150,11 +150,16 @@ __global__ void check_epi_r(Bad *bad) {
         }
         const int acc = i == 1 ? (int)V : i == 2 ? (int)-V : (int)((long long)((unsigned)i * 2654435761u % (unsigned)(2 * V + 1)) - V);
         const int v[4] = {acc, -acc, acc / 2, -acc / 3};
-        const unsigned y = epi_quad_r8<4>(256 * v[0], 256 * v[1], 256 * v[2], 256 * v[3], Aw, t);
-        for (int q = 0; q < 4; q++) {
-            long long p = 0;
-            for (int j = 0; j < 4; j++) p += (long long)t[j] * A[j][q];
-            if (byte_of(y, q) != egg_mm_out(v[q], p, 8, 8)) report(bad, 10, a, t[0], acc, q);
+        const int4 ts = t_split(make_int4(t[0], t[1], t[2], t[3]));
+        for (int R = 2; R <= 4; R++) { /* ranks 0 .. R - 1 */
+            const unsigned y = R == 2   ? epi_quad_r8<2>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1]}, ts)
+                               : R == 3 ? epi_quad_r8<3>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1], Aw[2]}, ts)
+                                        : epi_quad_r8<4>(v[0], v[1], v[2], v[3], Aw, ts);
+            for (int q = 0; q < 4; q++) {
+                long long p = 0;
+                for (int j = 0; j < R; j++) p += (long long)t[j] * A[j][q];
+                if (byte_of(y, q) != egg_mm_out(v[q], p, 8, 8)) report(bad, 10, a, t[0], acc, 10 * R + q);
+            }
         }
     }
 }
@@ -182,13 +187,13 @@ int main() {
     static const char *what[11] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w",
                                    "epi_pair_w (A, t, acc, 100 s + ps)", "epi_pair<1> (A, t, acc, 100 s + ps)",
                                    "epi_quad_r<4> in 64 bits (a, t0, acc, 1000 (100 s + ps) + output)",
-                                   "epi_quad_r<4> in 32 bits (a, t0, acc, 1000 (100 s + ps) + output)", "epi_quad_r8<4> (a, t0, acc, output)"};
+                                   "epi_quad_r<4> in 32 bits (a, t0, acc, 1000 (100 s + ps) + output)", "epi_quad_r8<R> (a, t0, acc, 10 R + output)"};
     if (h.n) {
         printf("cuda_lanes: %llu mismatches; first %s at inputs %d %d %d %d\n", h.n, what[h.what], h.a, h.b, h.c, h.d);
         return 1;
     }
     printf("cuda_lanes: rec_gate4, rec_mix4, add_clip4_lanes and ln_word equal the CPU reference on every int8 input of every lane "
            "(ln_word: every divisor 1..127), abs_sum4w on every word, epi_pair_w and epi_pair<1> equal egg_mm_out over K = 4096's "
-           "and K = 2048's ranges, epi_quad_r<4> over K = 4096's (64 bits) and K = 512's (32 bits), epi_quad_r8<4> over K = 256's\n");
+           "and K = 2048's ranges, epi_quad_r<4> over K = 4096's (64 bits) and K = 512's (32 bits), epi_quad_r8<2..4> over K = 256's\n");
     return 0;
 }

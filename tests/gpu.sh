@@ -80,7 +80,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # PLAIN GEMMs with K > 512 (hidden 768, 1024) take those tiles too (EGG_CUDA_WIDE=1: mmw_kernel). At hidden 384
 # and 512 (rank <= 1) the recurrence runs per chunk over clusters of H / 128 CTAs exchanging each phase's bytes
 # (rclus_kernel; EGG_CUDA_RCLUS=0: two GEMMs per timestep, =n: n clusters, so that each walks many row blocks).
-# At rank 2-4 (hidden 128/256) the chunk recurrence is rreg_kernel with the generic epilogue, its A values from
+# At rank 2-4 (hidden 128/256) the chunk recurrence is rreg_kernel with the generic epilogue (at sigma-shift 4 the
+# dp2a form of epi_quad_r8, as the persistent GEMMs' and the fused MLP's there), its A values from
 # global memory (EGG_CUDA_RREG=0: two GEMMs per timestep). At rank 2-4 with members a multiple of 128 the PLAIN GEMMs
 # with K = 128-512 run in mmx_kernel and down and the PLAIN ones with K > 512 in mmd_kernel (128 x 128 tiles where N is
 # an odd multiple of 128: down at hidden 128 and 384),

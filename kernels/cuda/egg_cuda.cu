@@ -1337,6 +1337,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                     RREG_ATTR(256, 0, 0) RREG_ATTR(256, 1, 0) RREG_ATTR(256, 1, 1) RREG_ATTR(256, 1, 2)
                     RREG_ATTR(128, 0, 0) RREG_ATTR(128, 1, 0) RREG_ATTR(128, 1, 2)
                     RREG_ATTR(256, 2, 0) RREG_ATTR(256, 3, 0) RREG_ATTR(256, 4, 0) RREG_ATTR(128, 2, 0) RREG_ATTR(128, 3, 0) RREG_ATTR(128, 4, 0)
+                    RREG_ATTR(256, 2, 2) RREG_ATTR(256, 3, 2) RREG_ATTR(256, 4, 2) RREG_ATTR(128, 2, 2) RREG_ATTR(128, 3, 2) RREG_ATTR(128, 4, 2)
 #undef RREG_ATTR
                     int r1 = 0;
                     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r1, rreg_kernel<128, 1, 2>, rchunk_threads<128>(), rreg_smem_bytes<128>()));

@@ -525,8 +525,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 const int ep = rc2.s == 8 ? (c->pshift == 8 ? 2 : c->pshift > 8 ? 1 : 0) : 0;
                 if (c->rreg && (!nz || (rc2.bpf && rc2.bpl && (H == 256 || ep != 1 || c->r >= 2)))) {
                     const int nr = nrb < c->rreg_ctas[H == 256] ? nrb : c->rreg_ctas[H == 256];
-#define RREG_R(HH, RR) rreg_kernel<HH, RR, 0><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2)
-                    if (nz && c->r >= 2) { /* rank 2-4: the generic epilogue, the A values from global memory */
+#define RREG_R(HH, RR) (ep == 2 ? rreg_kernel<HH, RR, 2><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2) \
+                              : rreg_kernel<HH, RR, 0><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2))
+                    if (nz && c->r >= 2) { /* rank 2-4: the generic epilogue (s = ps = 8: epi_quad_r8), the A values from global memory */
                         if (H == 256) { if (c->r == 2) RREG_R(256, 2); else if (c->r == 3) RREG_R(256, 3); else RREG_R(256, 4); }
                         else { if (c->r == 2) RREG_R(128, 2); else if (c->r == 3) RREG_R(128, 3); else RREG_R(128, 4); }
                     }

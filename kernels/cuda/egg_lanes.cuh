@@ -100,18 +100,39 @@ __device__ __forceinline__ unsigned epi_quad_r(int v0, int v1, int u0, int u1, c
     }
     return pack2_clip8((v0 + q0) >> s, (v1 + q1) >> s) | pack2_clip8((u0 + q2) >> s, (u1 + q3) >> s) << 16;
 }
-/* epi_quad_r at s = 8 and ps = 8 (K <= 256), its arguments 256 v (mmx_kernel's copy of the accumulators): (v + (p >> 8))
- * >> 8 = (256 v + p) >> 16 (the floors compose; |256 v + p| <= 256 * 127 * 127 * 256 + 4 * 127 * 90 * 256 * 90 < 2^31),
- * bytes 2, 3 of each sum as int16 lanes, clipped there (as epi_lanes8<true>) */
+/* epi_quad_r8's t_j (R <= 4, |t_j| < 2^23) split as t_j = 256 th_j + tl_j, th_j = t_j >> 8 (an int16) and tl_j = t_j & 255,
+ * two ranks a word as int16 lanes: .x th_0 th_1, .y th_2 th_3, .z tl_0 tl_1, .w tl_2 tl_3 (once a row) */
+__device__ __forceinline__ int4 t_split(int4 t) {
+    return make_int4((int)prmt<0x6521>((unsigned)t.x, (unsigned)t.y), (int)prmt<0x6521>((unsigned)t.z, (unsigned)t.w),
+                     (int)(prmt<0x0400>((unsigned)t.x, (unsigned)t.y) & 0x00ff00ffu), (int)(prmt<0x0400>((unsigned)t.z, (unsigned)t.w) & 0x00ff00ffu));
+}
+/* epi_quad_r at s = 8 and ps = 8 (K <= 256; R = 2..4) from the accumulators v and ts = t_split(t): (v + (p >> 8)) >> 8 =
+ * (256 v + p) >> 16 (the floors compose; |256 v + p| <= 256 * 127 * 127 * 256 + 4 * 127 * 90 * 256 * 90 < 2^31), and
+ * 256 v + p = 256 (v + sum_j th_j A_j) + sum_j tl_j A_j. Each sum takes two ranks of an output in one dp2a (the ranks'
+ * bytes of two outputs side by side, one prmt), where sign-extending each byte and multiplying took two instructions a
+ * rank and output; all in 32-bit wrapping arithmetic, exact as the result fits int32. Bytes 2, 3 of each sum as int16
+ * lanes, clipped there (as epi_lanes8<true>) */
+template <int R> /* the four outputs as int16 lanes: l outputs 0, 1, u outputs 2, 3 (the recurrence's yl, yu) */
+__device__ __forceinline__ void epi_quad_r8_lanes(int v0, int v1, int u0, int u1, const unsigned (&Aw)[R], int4 ts, unsigned &l, unsigned &u) {
+    static_assert(R >= 2 && R <= 4, "ranks 2-4");
+    /* outputs 0, 1 (lo, hi of c) and 2, 3 (of d) of ranks 0, 1 and of ranks 2, 3 (an odd R's last rank against 0) */
+    const unsigned c01 = prmt<0x5140>(Aw[0], Aw[1]), d01 = prmt<0x7362>(Aw[0], Aw[1]);
+    const unsigned a3 = R > 3 ? Aw[R > 3 ? 3 : 0] : 0u;
+    const unsigned c23 = R > 2 ? prmt<0x5140>(Aw[R > 2 ? 2 : 0], a3) : 0u, d23 = R > 2 ? prmt<0x7362>(Aw[R > 2 ? 2 : 0], a3) : 0u;
+    const unsigned th01 = (unsigned)ts.x, th23 = (unsigned)ts.y, tl01 = (unsigned)ts.z, tl23 = (unsigned)ts.w;
+    v0 = dp2a<false>(th01, c01, v0); v1 = dp2a<true>(th01, c01, v1); u0 = dp2a<false>(th01, d01, u0); u1 = dp2a<true>(th01, d01, u1);
+    if (R > 2) { v0 = dp2a<false>(th23, c23, v0); v1 = dp2a<true>(th23, c23, v1); u0 = dp2a<false>(th23, d23, u0); u1 = dp2a<true>(th23, d23, u1); }
+    auto s8 = [](int x) { return (int)((unsigned)x << 8); };
+    v0 = dp2a<false>(tl01, c01, s8(v0)); v1 = dp2a<true>(tl01, c01, s8(v1)); u0 = dp2a<false>(tl01, d01, s8(u0)); u1 = dp2a<true>(tl01, d01, s8(u1));
+    if (R > 2) { v0 = dp2a<false>(tl23, c23, v0); v1 = dp2a<true>(tl23, c23, v1); u0 = dp2a<false>(tl23, d23, u0); u1 = dp2a<true>(tl23, d23, u1); }
+    l = clip2_add(prmt<0x7632>((unsigned)v0, (unsigned)v1), 0);
+    u = clip2_add(prmt<0x7632>((unsigned)u0, (unsigned)u1), 0);
+}
+/* as int8 bytes */
 template <int R>
-__device__ __forceinline__ unsigned epi_quad_r8(int v0, int v1, int u0, int u1, const unsigned (&Aw)[R], const int (&t)[R]) {
-#pragma unroll
-    for (int j = 0; j < R; j++) {
-        v0 += t[j] * sx8<0>(Aw[j]);
-        v1 += t[j] * sx8<1>(Aw[j]);
-        u0 += t[j] * sx8<2>(Aw[j]);
-        u1 += t[j] * sx8<3>(Aw[j]);
-    }
-    return pack4(clip2_add(prmt<0x7632>((unsigned)v0, (unsigned)v1), 0), clip2_add(prmt<0x7632>((unsigned)u0, (unsigned)u1), 0));
+__device__ __forceinline__ unsigned epi_quad_r8(int v0, int v1, int u0, int u1, const unsigned (&Aw)[R], int4 ts) {
+    unsigned l, u;
+    epi_quad_r8_lanes<R>(v0, v1, u0, u1, Aw, ts, l, u);
+    return pack4(l, u);
 }
 #endif

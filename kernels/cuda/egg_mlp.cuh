@@ -91,7 +91,12 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         int tu[2] = {0, 0}, tn[2] = {0, 0};
         int4 tur[2]; /* rank 2-4: the rows' sign * x . B_up_j (T, xb_kernel) */
         int tnr[2][AR] = {}; /* rank 2-4: U . B_dn_j */
-        if (R >= 2) load_tr(a, m0, warp, gid, tur);
+        if (R >= 2) {
+            load_tr(a, m0, warp, gid, tur);
+            if (EP == 2)
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) tur[hr] = t_split(tur[hr]);
+        }
         if constexpr (!RS) mbar_wait(xfull, (unsigned)q & 1); /* RS: waited before the block's first up */
         if (RS && (tid & 127) == 0) { /* the warpgroup's rows of the residual into L2, loaded in the last epilogue under the next
                                        * block's first up (loaded under this block's last down, their registers spilled) */
@@ -138,7 +143,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             if constexpr (RS && R >= 2) { /* as below with R ranks: nb holds up's A rows of each rank, then down's B rows */
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) {
-                    int t[AR];
+                    int t[AR]; /* EP 2: tur holds t_split(t) */
 #pragma unroll
                     for (int jr = 0; jr < AR; jr++) t[jr] = (&tur[hr].x)[jr];
 #pragma unroll
@@ -147,7 +152,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                         unsigned aw[AR];
 #pragma unroll
                         for (int jr = 0; jr < AR; jr++) aw[jr] = *(const unsigned *)(nb + jr * 64 * BK + o);
-                        const unsigned y = EP == 2 ? epi_quad_r8<AR>(256 * v[i], 256 * v[i + 1], 256 * v[i + 4], 256 * v[i + 5], aw, t)
+                        const unsigned y = EP == 2 ? epi_quad_r8<AR>(v[i], v[i + 1], v[i + 4], v[i + 5], aw, tur[hr])
                                                    : epi_quad_r<AR, false>(v[i], v[i + 1], v[i + 4], v[i + 5], aw, t, 8, a.pshift);
                         ua[4 * hr + q4] = y;
 #pragma unroll
@@ -164,7 +169,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                         ua[4 * hr + q4] = y;
                         if (R > 0) tn[hr] = __dp4a((int)y, *(const int *)(nb + 64 * BK + o), tn[hr]);
                     }
-            } else if constexpr (R >= 2) { /* as below with R ranks (OVL with EP 2: v is the copy as 256 v) */
+            } else if constexpr (R >= 2) { /* as below with R ranks (EP 2: tur holds t_split(t)) */
                 int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * BK;
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) {
@@ -175,7 +180,6 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                         t[jr] = (&tur[hr].x)[jr];
                         Av[jr] = *(const int4 *)(nb + jr * 64 * BK + wg_off(r[hr] >> 1, tig));
                     }
-                    constexpr int S8 = OVL ? 1 : 256;
                     int4 y;
 #pragma unroll
                     for (int q4 = 0; q4 < 4; q4++) { /* units 16 tig + 4 q4 .. + 3 */
@@ -183,7 +187,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                         unsigned aw[AR];
 #pragma unroll
                         for (int jr = 0; jr < AR; jr++) aw[jr] = (unsigned)(&Av[jr].x)[q4];
-                        (&y.x)[q4] = (int)(EP == 2 ? epi_quad_r8<AR>(S8 * v[i], S8 * v[i + 1], S8 * v[i + 4], S8 * v[i + 5], aw, t)
+                        (&y.x)[q4] = (int)(EP == 2 ? epi_quad_r8<AR>(v[i], v[i + 1], v[i + 4], v[i + 5], aw, tur[hr])
                                                    : epi_quad_r<AR, false>(v[i], v[i + 1], v[i + 4], v[i + 5], aw, t, 8, a.pshift));
                     }
                     *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
@@ -221,7 +225,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 if (c == NC - 1) mbar_arrive(xempty); /* the block's x and B_up rows are read */
 #pragma unroll
                 for (int i = 0; i < 32; i++) {
-                    if (EP == 2) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
+                    if (EP == 2 && R <= 1) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
                     else asm volatile("mov.b32 %0, %1;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
                 }
                 if (c >= 1) issue_down(c - 1);

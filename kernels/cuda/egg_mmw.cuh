@@ -276,8 +276,8 @@ struct MmxConsumer {
         wg_commit();
     }
     /* the tile's MMAs done: its stages released, its accumulators copied out (opaque moves: the compiler keeps
-     * them after the wait, and the copies are no accumulators of the next tile's MMAs; EP 2: as 256 v, the
-     * epilogue's first operation, so the copy costs no instruction of its own: EP 3) */
+     * them after the wait, and the copies are no accumulators of the next tile's MMAs; EP 2 at rank 1: as 256 v,
+     * the epilogue's first operation, so the copy costs no instruction of its own: EP 3; rank 2-4's epi_quad_r8 takes v) */
     int4 tr[2]; /* rank 2-4: the row block's T rows (loaded under its first tile's MMAs) */
     __device__ __forceinline__ void retire(int q, int ni, const int (&d)[64], const int (&dt)[16], int (&e)[64]) {
         if (R >= 2 && ni == 0) load_tr(a, ((int)blockIdx.x + q * (int)gridDim.x) * BM, warp, gid, tr);
@@ -291,7 +291,7 @@ struct MmxConsumer {
         if (ni == a.ntn - 1) mbar_arrive(xempty + q % XB); /* the row block's X and B rows are read */
 #pragma unroll
         for (int i = 0; i < 64; i++) {
-            if (EP == 2) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[i]) : "r"(d[i]));
+            if (EP == 2 && R <= 1) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[i]) : "r"(d[i]));
             else asm volatile("mov.b32 %0, %1;" : "=r"(e[i]) : "r"(d[i]));
         }
         const int tn = DUAL && ni >= half;

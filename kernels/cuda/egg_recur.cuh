@@ -71,22 +71,28 @@ __device__ __forceinline__ void rec_epi(const int (&d)[32], int hr, int t, int4 
         epi_quad<R, EP>(d[8 * w + hr * 2], d[8 * w + hr * 2 + 1], d[8 * w + 4 + hr * 2], d[8 * w + 4 + hr * 2 + 1], (unsigned)(&Av.x)[w], t, s,
                         ps, yl[w], yu[w]);
 }
-/* rec_epi at rank R >= 2 (the generic epilogue, epi_quad_r, p in 32 bits: K = H <= 256); Ap: the row's pair's A values at the thread's 16 columns (A_j at
- * Ap + j H) */
-template <int H, int R>
+/* rec_epi at rank R >= 2 (the generic epilogue, epi_quad_r, p in 32 bits: K = H <= 256; E8: s = ps = 8, epi_quad_r8 on
+ * t_split(t), its lanes straight); Ap: the row's pair's A values at the thread's 16 columns (A_j at Ap + j H) */
+template <int H, int R, bool E8>
 __device__ __forceinline__ void rec_epi_r(const int (&d)[32], int hr, const int (&t)[R], const int8_t *Ap, int s, int ps, unsigned (&yl)[4],
                                           unsigned (&yu)[4]) {
     int4 Aj[R];
 #pragma unroll
     for (int j = 0; j < R; j++) Aj[j] = __ldg((const int4 *)(Ap + (size_t)j * H));
+    const int4 ts = E8 ? t_split(make_int4(t[0], t[1], R > 2 ? t[R > 2 ? 2 : 0] : 0, R > 3 ? t[R > 3 ? 3 : 0] : 0)) : int4{};
 #pragma unroll
     for (int w = 0; w < 4; w++) {
         unsigned aw[R];
 #pragma unroll
         for (int j = 0; j < R; j++) aw[j] = (unsigned)(&Aj[j].x)[w];
-        const unsigned y = epi_quad_r<R, false>(d[8 * w + 2 * hr], d[8 * w + 2 * hr + 1], d[8 * w + 4 + 2 * hr], d[8 * w + 4 + 2 * hr + 1], aw, t, s, ps);
-        yl[w] = lo2(y);
-        yu[w] = hi2(y);
+        const int v0 = d[8 * w + 2 * hr], v1 = d[8 * w + 2 * hr + 1], u0 = d[8 * w + 4 + 2 * hr], u1 = d[8 * w + 4 + 2 * hr + 1];
+        if constexpr (E8) {
+            epi_quad_r8_lanes<R>(v0, v1, u0, u1, aw, ts, yl[w], yu[w]);
+        } else {
+            const unsigned y = epi_quad_r<R, false>(v0, v1, u0, u1, aw, t, s, ps);
+            yl[w] = lo2(y);
+            yu[w] = hi2(y);
+        }
     }
 }
 #endif
@@ -416,7 +422,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 const int v = sum4(tsx[(ph * RK + j) * RBM + row[hr]]);
                 t[j] = (row[hr] & 1) ? -v : v;
             }
-            rec_epi_r<H, RK>(d, hr, t, a.noise + (size_t)(gc[hr] >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c0, s, ps, yl, yu);
+            rec_epi_r<H, RK, R >= 2 && EP == 2>(d, hr, t, a.noise + (size_t)(gc[hr] >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c0, s, ps, yl, yu);
         };
         /* x . B_j partials of the row's 16 bytes v into phase ph's slots (R > 0); pre: B_0 is b0, loaded under the MMA
          * (rank 1 at H = 256) */
@@ -505,7 +511,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 for (int hr = 0; hr < 2; hr++) {
                     const int t = R == 1 ? sum4(tsx[phase * RBM + row[hr]]) : 0;
                     tt[hr] = (row[hr] & 1) ? -t : t;
-                    if (EP == 2) Av[hr] = aload(phase, hr);
+                    if (EP == 2 && R == 1) Av[hr] = aload(phase, hr);
                 }
             };
             /* phase ph's epilogue of the row's accumulators: rank 1 with t and A from terms, rank 2-4 in epi_r */
