@@ -209,7 +209,7 @@ struct CudaImpl {
     cudaEvent_t up;           /* that upload done: st waits for it */
     int parts_env;            /* EGG_CUDA_PARTS (-1: unset) */
     int noisew;               /* the noise 16 values a thread where shapes allow (EGG_CUDA_NOISEW=0: 4 at rank 1, 1 at rank 2-4) */
-    int ops4;                 /* the rank-1 update operands four entries a thread (EGG_CUDA_OPS4=0: one) */
+    int ops4;                 /* the update operands four columns a thread (EGG_CUDA_OPS4=0: one; at rank 2-4 since v121) */
     int embln;                /* layer 0's EGG-LN1 inside the embedding kernel at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch) */
     cudaStream_t ps[EGG_PARTS_MAX];  /* the train forward's parts, one stream each (eval_parts) */
     cudaEvent_t pev[EGG_PARTS_MAX + 1];
@@ -645,9 +645,13 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         }
         if (c->oyb > 0) {
             const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch;
+            const dim3 g4((unsigned)((Kp + 1023) / 1024), (unsigned)c->oyb);
             if (r == 1 && c->ops4)
-                upd_operands_r1_kernel<<<dim3((unsigned)((Kp + 1023) / 1024), (unsigned)c->oyb), 256, 0, c->st>>>(
-                    c->onmat, c->otab, E, Kp, c->ukeys, c->ek, c->es, blob ? c->noise : NULL, c->pstride, c->m0 / 2, c->m1 / 2, Lg, Rg);
+                upd_operands4_kernel<1><<<g4, 256, 0, c->st>>>(c->onmat, c->otab, E, Kp, 1, c->ukeys, c->ek, c->es, blob ? c->noise : NULL,
+                                                               c->pstride, c->m0 / 2, c->m1 / 2, Lg, Rg);
+            else if (c->ops4)
+                upd_operands4_kernel<0><<<g4, 256, 0, c->st>>>(c->onmat, c->otab, E, Kp, r, c->ukeys, c->ek, c->es, blob ? c->noise : NULL,
+                                                               c->pstride, c->m0 / 2, c->m1 / 2, Lg, Rg);
             else
                 upd_operands_all_kernel<<<dim3((unsigned)((Kp + 255) / 256), (unsigned)c->oyb), 256, 0, c->st>>>(
                     c->onmat, c->otab, E, Kp, r, c->ukeys, c->ek, c->es, blob ? c->noise : NULL, c->pstride, c->m0 / 2,

@@ -143,12 +143,15 @@ __global__ void upd_operands_all_kernel(int nmat, const UpdOpTab *ot, int E, int
 }
 /* bytewise -x of four int8 lanes (SWAR subtraction from 0: no borrow crosses a byte) */
 __device__ __forceinline__ uint32_t neg4(uint32_t x) { return (0x80808080u - (x & 0x7f7f7f7fu)) ^ (~x & 0x80808080u); }
-/* upd_operands_all_kernel at rank 1 with four entries a thread: their 16 rows each as four words (an own pair's from
- * its blob, negated bytewise for A rows of sign -1; else hashed), transposed by byte permutes into 16 words of four
- * columns, stored to shared memory as words and written out 16 bytes a thread (the one-entry kernel's 16 byte stores
- * to shared memory and per-byte sign were most of its instructions); 1024 columns a block */
-__global__ void upd_operands_r1_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, const uint64_t *keys, const int *ek, const int8_t *es,
-                                       const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg) {
+/* upd_operands_all_kernel with four columns a thread (column c: entry c / r, rank c % r; RR > 0: r = RR, else rr): their
+ * 16 rows each as four words (an own pair's from its blob, negated bytewise for A rows of sign -1; else hashed),
+ * transposed by byte permutes into 16 words of four columns, stored to shared memory as words and written out 16 bytes
+ * a thread (the one-column kernel's 16 byte stores to shared memory and per-byte sign were most of its instructions);
+ * 1024 columns a block */
+template <int RR>
+__global__ void upd_operands4_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, int rr, const uint64_t *keys, const int *ek, const int8_t *es,
+                                     const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg) {
+    const int r = RR > 0 ? RR : rr;
     __shared__ __align__(16) uint32_t T[UPD_ROWS][256];
     const UpdOpTab t = ot[tab_last(nmat, (int)blockIdx.y, [&](int v) { return ot[v].y0; })];
     const int r0 = ((int)blockIdx.y - t.y0) * UPD_ROWS, N = t.N, r1 = min(N + t.K, r0 + UPD_ROWS);
@@ -157,23 +160,24 @@ __global__ void upd_operands_r1_kernel(int nmat, const UpdOpTab *ot, int E, int 
     uint32_t w[4][4]; /* [entry][word: rows 4 g .. 4 g + 3] */
 #pragma unroll
     for (int u = 0; u < 4; u++) {
-        const int e = 4 * ((int)blockIdx.x * blockDim.x + (int)threadIdx.x) + u;
+        const int col = 4 * ((int)blockIdx.x * blockDim.x + (int)threadIdx.x) + u, e = col / r, j = col - e * r;
         w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0;
         if (e >= E) continue;
         const int p = ek[e], sg = es[e];
-        if (blob && p >= plo && p < phi) { /* N, K multiples of 16: the block is all A or all B */
-            const uint4 v = __ldg((const uint4 *)(blob + (size_t)(p - plo) * pstride));
+        if (blob && p >= plo && p < phi) { /* N, K multiples of 16: the block is all A or all B (rank j's rows j N, j K on) */
+            const uint4 v = __ldg((const uint4 *)(blob + (size_t)(p - plo) * pstride + (size_t)j * (r0 < N ? N : t.K)));
             w[u][0] = v.x; w[u][1] = v.y; w[u][2] = v.z; w[u][3] = v.w;
             if (sg < 0 && r0 < N)
 #pragma unroll
                 for (int g = 0; g < 4; g++) w[u][g] = neg4(w[u][g]);
         } else {
-            uint64_t z = kt[e] + (uint64_t)(r0 + 1) * EGG_GOLDEN;
+            uint64_t z = kt[e] + (uint64_t)(r0 * r + j + 1) * EGG_GOLDEN; /* row `row` is noise index row r + j */
+            const uint64_t dz = (uint64_t)r * EGG_GOLDEN;
 #pragma unroll
             for (int g = 0; g < 4; g++) {
                 int v[4];
 #pragma unroll
-                for (int q = 0; q < 4; q++, z += EGG_GOLDEN) {
+                for (int q = 0; q < 4; q++, z += dz) {
                     const int row = r0 + 4 * g + q, nv = egg_noise_at(z);
                     v[q] = row < r1 ? (row < N ? sg * nv : nv) : 0;
                 }
