@@ -186,7 +186,7 @@ __global__ void upd_operands4_kernel(int nmat, const UpdOpTab *ot, int E, int Kp
         }
     }
 #pragma unroll
-    for (int g = 0; g < 4; g++) { /* rows 4 g .. 4 g + 3 of the four entries: a 4 x 4 byte transpose */
+    for (int g = 0; g < 4; g++) { /* rows 4 g .. 4 g + 3 of the four columns: a 4 x 4 byte transpose */
         const uint32_t t0 = __byte_perm(w[0][g], w[1][g], 0x5140u), t1 = __byte_perm(w[2][g], w[3][g], 0x5140u);
         const uint32_t t2 = __byte_perm(w[0][g], w[1][g], 0x7362u), t3 = __byte_perm(w[2][g], w[3][g], 0x7362u);
         T[4 * g + 0][threadIdx.x] = __byte_perm(t0, t1, 0x5410u);
