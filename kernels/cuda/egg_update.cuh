@@ -157,7 +157,7 @@ __global__ void upd_operands4_kernel(int nmat, const UpdOpTab *ot, int E, int Kp
     const int r0 = ((int)blockIdx.y - t.y0) * UPD_ROWS, N = t.N, r1 = min(N + t.K, r0 + UPD_ROWS);
     const int8_t *blob = noise && t.boff >= 0 ? noise + t.boff + (r0 < N ? (size_t)r0 : (size_t)t.bspan + (size_t)(r0 - N)) : NULL;
     const uint64_t *kt = keys + (size_t)t.id * E;
-    uint32_t w[4][4]; /* [entry][word: rows 4 g .. 4 g + 3] */
+    uint32_t w[4][4]; /* [column][word: rows 4 g .. 4 g + 3] */
 #pragma unroll
     for (int u = 0; u < 4; u++) {
         const int col = 4 * ((int)blockIdx.x * blockDim.x + (int)threadIdx.x) + u, e = col / r, j = col - e * r;
