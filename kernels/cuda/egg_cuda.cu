@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <type_traits> /* std::integral_constant: rank_go */
 #include <vector>
 
 #include "egg_gpu.h"

@@ -6,6 +6,12 @@
 #define EGG_FORWARD_CUH
 
 #ifdef EGG_MMP
+/* f(std::integral_constant<int, R>) for the rank R = 2, 3 or 4: the rank 2-4 kernels' template argument from c->r */
+template <class F> static void rank_go(int R, F &&f) {
+    if (R == 2) f(std::integral_constant<int, 2>{});
+    else if (R == 3) f(std::integral_constant<int, 3>{});
+    else f(std::integral_constant<int, 4>{});
+}
 /* rank R = 2-4: T = the rows' sign * x . B_j of nm matrices (their B at noise + p pstride + bo, bo2) in one xb_kernel launch:
  * G lanes a pair, CH chunks a lane with B in registers where K = 16 CH G fits; rows [time][members], M a multiple of them */
 static int xb_run(CudaImpl *c, int R, int nm, int M, int K, const int8_t *X, int ldx, const int8_t *noise, size_t pstride, size_t bo, size_t bo2,
@@ -23,9 +29,7 @@ static int xb_run(CudaImpl *c, int R, int nm, int M, int K, const int8_t *X, int
 #define XB_GO(RR, NM, CH) xb_kernel<RR, NM, CH><<<nb, 256, 0, c->st>>>(M, K, X, ldx, noise, pstride, bo, bo2, wrap, G, tsl, T)
 #define XB_CH(RR, NM) (ch == 1 ? XB_GO(RR, NM, 1) : ch == 2 ? XB_GO(RR, NM, 2) : ch == 4 ? XB_GO(RR, NM, 4) : XB_GO(RR, NM, 0))
 #define XB_NM(RR) (nm == 2 ? XB_CH(RR, 2) : XB_CH(RR, 1))
-    if (R == 2) XB_NM(2);
-    else if (R == 3) XB_NM(3);
-    else XB_NM(4);
+    rank_go(R, [&](auto rr) { XB_NM(decltype(rr)::value); });
 #undef XB_NM
 #undef XB_CH
 #undef XB_GO
@@ -37,12 +41,6 @@ static int xb_run(CudaImpl *c, int R, int nm, int M, int K, const int8_t *X, int
  * (512) in mmx_kernel, RESID with N a multiple of 256 and PLAIN with K > 512 in mmd_kernel, after xb_kernel's T (each
  * row's sign * x . B_j into a.T; where a has a second matrix, for both: *tboth = 1, and the second's launch finds its
  * rows at a.T + 4 M, a.tready). *done = 0 where none applies (mm_kernel runs it) */
-/* the fused MLP's row blocks over rows [time][members] timesteps first (blk_m0) at rank 2-4, where whole blocks tile each
- * timestep's members (EGG_CUDA_TORD=0: in row order, as at rank 1, where timesteps first measured 2.7% slower: its
- * pairs' noise rows, a quarter of rank 4's, stay in L2 either way) */
-static void set_tord(const CudaImpl *c, MMArgs *a) {
-    a->tord = c->tord && a->r > 1 && a->wrap > 0 && (2 * a->wrap) % BM == 0 && a->M % (2 * a->wrap) == 0 ? a->M / (2 * a->wrap) : 0;
-}
 static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, egg_err *err) {
     *done = 0;
     const int R = a.r;
@@ -79,9 +77,7 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
         const bool e8 = a.s == 8 && a.pshift == 8; /* K <= 256 at the default sigma-shift: epi_quad_r8 */
 #define MXR_GO(RR, EP, KT) mmx_kernel<RR, EP, KT, 0><<<nx, MX_THREADS, mmx_smem_bytes(0, RR), c->st>>>(a, tmx, tmw, tmn, tmn, tmw)
 #define MXR_K(RR) (a.K == 512 ? MXR_GO(RR, 0, 8) : a.K == 256 ? (e8 ? MXR_GO(RR, 2, 4) : MXR_GO(RR, 0, 4)) : (e8 ? MXR_GO(RR, 2, 2) : MXR_GO(RR, 0, 2)))
-        if (R == 2) MXR_K(2);
-        else if (R == 3) MXR_K(3);
-        else MXR_K(4);
+        rank_go(R, [&](auto rr) { MXR_K(decltype(rr)::value); });
 #undef MXR_K
 #undef MXR_GO
     } else { /* p in 64 bits where K > 512 */
@@ -90,9 +86,7 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
 #define MDR_N(RR, W, M) (nh == 2 ? MDR_GO(RR, W, M, 2) : MDR_GO(RR, W, M, 1))
 #define MDR_M(RR, W) (mode == MODE_RESID ? MDR_N(RR, W, MODE_RESID) : MDR_N(RR, W, MODE_PLAIN))
 #define MDR_R(RR) (a.K > 512 ? MDR_M(RR, 1) : MDR_M(RR, 0))
-        if (R == 2) MDR_R(2);
-        else if (R == 3) MDR_R(3);
-        else MDR_R(4);
+        rank_go(R, [&](auto rr) { MDR_R(decltype(rr)::value); });
 #undef MDR_R
 #undef MDR_M
 #undef MDR_N
@@ -280,6 +274,12 @@ static int8_t *wpu_of(const CudaImpl *c, int id) {
     return c->wpu && c->wp_ok[id] && id >= EGG_T_LAYER(0, 0) && (id - EGG_T_LAYER(0, 0)) % EGG_L_N == EGG_L_UP ? c->wpu + c->m->t[id].off : NULL;
 }
 #ifdef EGG_MMP
+/* the fused MLP's row blocks over rows [time][members] timesteps first (blk_m0) at rank 2-4, where whole blocks tile each
+ * timestep's members (EGG_CUDA_TORD=0: in row order, as at rank 1, where timesteps first measured 2.7% slower: its
+ * pairs' noise rows, a quarter of rank 4's, stay in L2 either way) */
+static void set_tord(const CudaImpl *c, MMArgs *a) {
+    a->tord = c->tord && a->r > 1 && a->wrap > 0 && (2 * a->wrap) % BM == 0 && a->M % (2 * a->wrap) == 0 ? a->M / (2 * a->wrap) : 0;
+}
 /* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
  * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 4 at H = 256 and <= 2 at 128 (at 2-4 x . B_up from
  * xb_kernel into TF) with a row block's pairs consecutive in the noise blob): *done = 1; else *done = 0 and the caller
@@ -322,9 +322,7 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done,
         if (rc) return rc;
 #define MLP_R(RR) (ep == 2 ? MLP_GO(256, RR, 2) : MLP_GO(256, RR, 0))
         if (H == 128) { if (ep == 2) MLP_GO(128, 2, 2); else MLP_GO(128, 2, 0); }
-        else if (r == 2) MLP_R(2);
-        else if (r == 3) MLP_R(3);
-        else MLP_R(4);
+        else rank_go(r, [&](auto rr) { MLP_R(decltype(rr)::value); });
 #undef MLP_R
     } else if (H == 256) {
         if (!r) MLP_GO(256, 0, 0);
@@ -528,8 +526,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
 #define RREG_R(HH, RR) (ep == 2 ? rreg_kernel<HH, RR, 2><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2) \
                               : rreg_kernel<HH, RR, 0><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2))
                     if (nz && c->r >= 2) { /* rank 2-4: the generic epilogue (s = ps = 8: epi_quad_r8), the A values from global memory */
-                        if (H == 256) { if (c->r == 2) RREG_R(256, 2); else if (c->r == 3) RREG_R(256, 3); else RREG_R(256, 4); }
-                        else { if (c->r == 2) RREG_R(128, 2); else if (c->r == 3) RREG_R(128, 3); else RREG_R(128, 4); }
+                        rank_go(c->r, [&](auto rr) { if (H == 256) RREG_R(256, decltype(rr)::value); else RREG_R(128, decltype(rr)::value); });
                     }
 #undef RREG_R
                     else if (H == 256 && nz && ep == 2) rreg_kernel<256, 1, 2><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
