@@ -184,6 +184,11 @@ configs=(
   "h384-r2-persistent-gemms-down-128-column-tiles|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 4"
   "h256-r2-gemms-rank-2-in-mm-kernel|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_RGEMM=0"
   "h256-r3-mlp-fused-row-blocks-in-row-order-3ctas|--hidden 256 --layers 2 --rank 3 --pop 384 --seq 6|EGG_CUDA_TORD=0 EGG_CUDA_MMP=3"
+  "h512-r2-recurrence-cluster-rank-2-2-clusters-chunked|--hidden 512 --layers 2 --rank 2 --pop 514 --seq 7 --data $T/t.bin|EGG_CUDA_RCLUS=2 EGG_CUDA_TCHUNK=3"
+  "h384-r3-sigma0-recurrence-cluster-rank-3-k384-3ctas|--hidden 384 --layers 2 --rank 3 --pop 640 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"
+  "h512-r4-sigma6-recurrence-cluster-rank-4|--hidden 512 --layers 1 --rank 4 --pop 258 --seq 6 --sigma-shift 6"
+  "h384-r4-recurrence-cluster-rank-4-3-clusters|--hidden 384 --layers 1 --rank 4 --pop 384 --seq 6 --data $T/t.bin|EGG_CUDA_RCLUS=3"
+  "h384-r2-recurrence-per-timestep-rank-2-k384-mm-kernel|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 5|EGG_CUDA_RCLUS=0 EGG_CUDA_MMX512=0"
 )
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)
   sel=(); for cfg in "${configs[@]}"; do [[ ${cfg%%|*} =~ $GPU_ONLY ]] && sel+=("$cfg"); done; configs=("${sel[@]}")

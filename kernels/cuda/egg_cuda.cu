@@ -1352,17 +1352,18 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             }
             /* the chunk recurrence over a cluster (H = 384, 512): clusters of H / 128 CTAs */
             const char *eq = getenv("EGG_CUDA_RCLUS");
-            c->rclus = have && !(eq && atoi(eq) == 0) && (size_t)rclus_smem_bytes<512>() <= prop.sharedMemPerBlockOptin ? (eq ? atoi(eq) : 1) : 0;
+            c->rclus = have && !(eq && atoi(eq) == 0) && (size_t)rclus_smem_bytes<512, 4>() <= prop.sharedMemPerBlockOptin ? (eq ? atoi(eq) : 1) : 0;
             if (c->rclus) {
-#define RCLUS_ATTR(HH, R) CK(cudaFuncSetAttribute(rclus_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<HH>()));
-                RCLUS_ATTR(512, 0) RCLUS_ATTR(512, 1) RCLUS_ATTR(384, 0) RCLUS_ATTR(384, 1)
+#define RCLUS_ATTR(HH, R) CK(cudaFuncSetAttribute(rclus_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<HH, R>()));
+                RCLUS_ATTR(512, 0) RCLUS_ATTR(512, 1) RCLUS_ATTR(512, 2) RCLUS_ATTR(512, 3) RCLUS_ATTR(512, 4)
+                RCLUS_ATTR(384, 0) RCLUS_ATTR(384, 1) RCLUS_ATTR(384, 2) RCLUS_ATTR(384, 3) RCLUS_ATTR(384, 4)
 #undef RCLUS_ATTR
-                for (int i = 0; i < 2; i++) { /* the clusters that fit the GPU at once */
+                for (int i = 0; i < 2; i++) { /* the clusters that fit the GPU at once (rank 4's, the most shared memory) */
                     const int HH = i ? 512 : 384;
                     RclusLaunch rl;
-                    rclus_launch(&rl, HH, c->nsm / (HH / 128), c->st);
+                    rclus_launch(&rl, HH, 4, c->nsm / (HH / 128), c->st);
                     int ncl = 0;
-                    if (cudaOccupancyMaxActiveClusters(&ncl, i ? (const void *)rclus_kernel<512, 1> : (const void *)rclus_kernel<384, 1>, &rl.lc) != cudaSuccess)
+                    if (cudaOccupancyMaxActiveClusters(&ncl, i ? (const void *)rclus_kernel<512, 4> : (const void *)rclus_kernel<384, 4>, &rl.lc) != cudaSuccess)
                         cudaGetLastError(), ncl = 0;
                     c->rclus_ncl[i] = ncl;
                 }

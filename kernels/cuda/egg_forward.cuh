@@ -395,10 +395,11 @@ static bool rec_chunked(const CudaImpl *c, bool noisy) {
     return false;
 #endif
 }
-/* the chunk recurrence over a cluster (rclus_kernel): H = 384 and 512, rank <= 1 */
+/* the chunk recurrence over a cluster (rclus_kernel): H = 384 and 512, rank 0-4 */
 static bool rec_clustered(const CudaImpl *c, bool noisy) {
 #ifdef EGG_MMP
-    return c->rclus && (c->H == 512 || c->H == 384) && (!noisy || c->r <= 1);
+    (void)noisy;
+    return c->rclus && (c->H == 512 || c->H == 384);
 #else
     (void)c; (void)noisy;
     return false;
@@ -425,18 +426,21 @@ static RecChunk rec_args(const CudaImpl *c, const Ctx *x, int l, const int8_t *n
     }
     return rc;
 }
-/* rclus_kernel's launch at hidden H: ncl clusters of H / 128 CTAs on stream st */
+/* rclus_kernel's launch at hidden H and rank R: ncl clusters of H / 128 CTAs on stream st */
 struct RclusLaunch {
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute at;
 };
-static void rclus_launch(RclusLaunch *r, int H, int ncl, cudaStream_t st) {
+template <int H> static size_t rclus_smem_r(int R) {
+    return (size_t)(R <= 1 ? rclus_smem_bytes<H, 1>() : R == 2 ? rclus_smem_bytes<H, 2>() : R == 3 ? rclus_smem_bytes<H, 3>() : rclus_smem_bytes<H, 4>());
+}
+static void rclus_launch(RclusLaunch *r, int H, int R, int ncl, cudaStream_t st) {
     memset(r, 0, sizeof *r);
     const int cn = H == 512 ? rclus_ctas<512>() : rclus_ctas<384>();
     r->at.id = cudaLaunchAttributeClusterDimension;
     r->at.val.clusterDim.x = (unsigned)cn; r->at.val.clusterDim.y = 1; r->at.val.clusterDim.z = 1;
     r->lc.gridDim = dim3((unsigned)(cn * ncl)); r->lc.blockDim = dim3(RCL_THREADS); r->lc.stream = st;
-    r->lc.dynamicSmemBytes = (size_t)(H == 512 ? rclus_smem_bytes<512>() : rclus_smem_bytes<384>());
+    r->lc.dynamicSmemBytes = H == 512 ? rclus_smem_r<512>(R) : rclus_smem_r<384>(R);
     r->lc.attrs = &r->at; r->lc.numAttrs = 1;
 }
 #endif
@@ -551,12 +555,19 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 int ncl = c->rclus_ncl[H == 512];
                 if (c->rclus >= 2 && c->rclus < ncl) ncl = c->rclus; /* EGG_CUDA_RCLUS=n: n clusters (tests) */
                 if (ncl > nrb) ncl = nrb;
+                const int rr = nz ? c->r : 0;
                 RclusLaunch rl;
-                rclus_launch(&rl, H, ncl, c->st);
-                if (H == 512 && nz) CK(cudaLaunchKernelEx(&rl.lc, rclus_kernel<512, 1>, rc2));
-                else if (H == 512) CK(cudaLaunchKernelEx(&rl.lc, rclus_kernel<512, 0>, rc2));
-                else if (nz) CK(cudaLaunchKernelEx(&rl.lc, rclus_kernel<384, 1>, rc2));
-                else CK(cudaLaunchKernelEx(&rl.lc, rclus_kernel<384, 0>, rc2));
+                rclus_launch(&rl, H, rr, ncl, c->st);
+                cudaError_t le = cudaSuccess;
+                auto go = [&](auto hh) {
+                    constexpr int HH = decltype(hh)::value;
+                    if (rr == 0) le = cudaLaunchKernelEx(&rl.lc, rclus_kernel<HH, 0>, rc2);
+                    else if (rr == 1) le = cudaLaunchKernelEx(&rl.lc, rclus_kernel<HH, 1>, rc2);
+                    else rank_go(rr, [&](auto r2) { le = cudaLaunchKernelEx(&rl.lc, rclus_kernel<HH, decltype(r2)::value>, rc2); });
+                };
+                if (H == 512) go(std::integral_constant<int, 512>{});
+                else go(std::integral_constant<int, 384>{});
+                CK(le);
             }
 #else
             const bool chunked = false, clustered = false;

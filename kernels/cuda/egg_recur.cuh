@@ -596,23 +596,27 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
 #endif
 }
 
-/* The chunk recurrence at H = 384 and 512 (sm_90a, rank <= 1) over a cluster of H / 128 CTAs, where Uf and Uh
+/* The chunk recurrence at H = 384 and 512 (sm_90a, rank 0-4) over a cluster of H / 128 CTAs, where Uf and Uh
  * (2 H^2 bytes: 512 KB at 512) do not fit one SM: each CTA keeps the rows of Uf and Uh of its 128 output columns
  * (128 KB at 512; permuted as rreg_kernel's, wperm_row) and the whole state h and gate g of the cluster's row block
  * of 64 members (the MMAs' operands); its two warpgroups take 64 columns each, a thread rows w4 16 + gid (+8) and 16
  * adjacent columns, as rreg_kernel. After each phase a CTA's threads write their bytes of g (phase 0) or h' (phase 1)
  * into their own and, by st.async with complete_tx, every partner's shared memory, with the rows' partial sums
- * (x.B of the next phase's rank-1 term, |R| of EGG-LN2) per (CTA, warpgroup) slot; a CTA goes on when its own
+ * (x.B_j of the next phase's rank-R term, |R| of EGG-LN2) per (CTA, warpgroup) slot; a CTA goes on when its own
  * threads met at a barrier and its phase's mbarrier counted every partner's bytes; a phase's MMAs over the CTA's own
- * k-slices run while it waits. Same integer operations as rreg_kernel. (EGG_CUDA_RCLUS=0: two GEMM launches per
- * timestep over the whole population, ~230 TOPS at 512.) */
+ * k-slices run while it waits. Same integer operations as rreg_kernel: at rank 2-4 its generic epilogue rec_epi_r (p
+ * in 32 bits: K = H <= 512), the A values from global memory, R slots of x.B_j partials a row and phase. (EGG_CUDA_RCLUS=0:
+ * two GEMM launches per timestep over the whole population, ~230 TOPS at 512 at rank 1, mm_kernel's at rank 2-4.) */
 #define RCL_PITCH 144 /* As, Rs row pitch: 128 columns + 16 (a warp's 4 pair rows in different banks) */
 #define RCL_THREADS 256
 template <int H> __host__ __device__ constexpr int rclus_ctas() { return H / 128; }
-template <int H> __host__ __device__ constexpr int rclus_smem_bytes() {
-    /* Uf, Uh rows [H/64][128][64]; Xh, Gs [H/64][64][64]; Rs [64][RCL_PITCH]; As [2][32][RCL_PITCH]; tsx [2][64][8], lns
-     * [64][8] ints; two mbarriers */
-    return 2 * 128 * H + 2 * RBM * H + RBM * RCL_PITCH + 2 * 32 * RCL_PITCH + 3 * RBM * 8 * 4 + 16;
+/* the x.B partials' ranks (tsx) and the rank-1 A rows (As: none at rank 2-4, whose epilogue reads A from global memory) */
+template <int R> __host__ __device__ constexpr int rclus_rk() { return R > 1 ? R : 1; }
+template <int R> __host__ __device__ constexpr int rclus_as() { return R > 1 ? 0 : 2 * 32 * RCL_PITCH; }
+template <int H, int R = 1> __host__ __device__ constexpr int rclus_smem_bytes() {
+    /* Uf, Uh rows [H/64][128][64]; Xh, Gs [H/64][64][64]; Rs [64][RCL_PITCH]; As [2][32][RCL_PITCH] (rank <= 1); tsx
+     * [2][RK][64][8], lns [64][8] ints; two mbarriers (rank 4 at H = 512: 224272 bytes) */
+    return 2 * 128 * H + 2 * RBM * H + RBM * RCL_PITCH + rclus_as<R>() + (2 * rclus_rk<R>() + 1) * RBM * 8 * 4 + 16;
 }
 #ifdef MMP_WGMMA
 __device__ __forceinline__ unsigned cl_map(const void *p, unsigned rank) { /* the shared::cluster address of p in CTA rank */
@@ -636,13 +640,14 @@ template <int H, int R>
 __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
     constexpr int CN = rclus_ctas<H>(), NS = 2 * CN; /* CTAs a cluster (H / 64 k-slices: 2 a CTA's columns); partial-sum slots a row */
-    /* bytes a CTA receives a phase: every partner's g (or h') bytes and its partial sums (x.B at rank 1; |R|) */
-    constexpr unsigned BG = (CN - 1) * (RBM * 128 + (R > 0 ? RBM * 2 * 4 : 0)), BH = (CN - 1) * (RBM * 128 + (R > 0 ? 2 : 1) * RBM * 2 * 4);
+    constexpr int RK = rclus_rk<R>(), NP = R > 0 ? RK : 0; /* x.B_j partials a row and phase */
+    /* bytes a CTA receives a phase: every partner's g (or h') bytes and its partial sums (x.B_j; |R|) */
+    constexpr unsigned BG = (CN - 1) * (RBM * 128 + NP * RBM * 2 * 4), BH = (CN - 1) * (RBM * 128 + (NP + 1) * RBM * 2 * 4);
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + 128 * H, *Xh = Whs + 128 * H, *Gs = Xh + RBM * H, *Rs = Gs + RBM * H;
-    int8_t *As = Rs + RBM * RCL_PITCH;                       /* [2][32][RCL_PITCH]: the pairs' A values of the CTA's columns */
-    int *tsx = (int *)(As + 2 * 32 * RCL_PITCH);             /* [2][RBM][8]: x.B partials (h, g) by slot (CTA, warpgroup) */
-    int *lns = tsx + 2 * RBM * 8;                            /* [RBM][8]: sum |R| partials */
+    int8_t *As = Rs + RBM * RCL_PITCH;                       /* [2][32][RCL_PITCH]: the pairs' A values of the CTA's columns (rank 1) */
+    int *tsx = (int *)(As + rclus_as<R>());                  /* [2][RK][RBM][8]: x.B_j partials (h, g) by slot (CTA, warpgroup) */
+    int *lns = tsx + 2 * RK * RBM * 8;                       /* [RBM][8]: sum |R| partials */
     uint64_t *bars = (uint64_t *)(lns + RBM * 8);            /* [2]: phase 0 (g), phase 1 (h') bytes from the partners */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     const int wg = warp >> 2, w4 = warp & 3, n = a.n, ps = a.pshift, s = a.s;
@@ -735,8 +740,19 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
         int row[2], gc[2];
         bool ok[2];
         rec_rows(m0, n, w4, gid, row, ok, gc);
-        auto bload = [&](int hr, size_t off, int col) {
-            return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(1, H) + col, keep);
+        auto bload = [&](int hr, size_t off, int col, int j = 0) { /* B_j of the row's pair at 16 columns from col */
+            return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(RK, H) + (size_t)j * H + col, keep);
+        };
+        /* the rows' sign * x.B_j of phase ph from the slots (read before any byte of the phase goes out: a partner
+         * writes the next timestep's only after it has them all) */
+        auto terms = [&](int ph, int (&tt)[2][RK]) {
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++)
+#pragma unroll
+                for (int j = 0; j < RK; j++) {
+                    const int v = R > 0 ? slots(tsx + (ph * RK + j) * RBM * 8 + row[hr] * 8) : 0;
+                    tt[hr][j] = (row[hr] & 1) ? -v : v;
+                }
         };
         auto pload = [&](int hr, int ph) {
             return R > 0 ? ldg_hint((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)((ph ? a.bh : a.bf) + c0));
@@ -746,7 +762,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             const int r = ch / (H / 16), c = (ch % (H / 16)) * 16, gm = m0 + r;
             cp_async16(Xh + sw(r, c), gm < n ? a.Hs + (size_t)gm * H + c : a.Hs, gm < n);
         }
-        if (R > 0)
+        if (R == 1)
             for (int ch = tid; ch < 2 * 32 * 128 / 16; ch += RCL_THREADS) {
                 const int ph = ch / (32 * 8), p = (ch / 8) % 32, c = (ch % 8) * 16, gp = m0 + 2 * p;
                 cp_async16(As + (ph * 32 + p) * RCL_PITCH + c,
@@ -755,20 +771,37 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
         cp_commit();
         cp_wait<0>();
         __syncthreads();
-        if (R > 0) /* x.B of the state for the first timestep: every slot here (the partners compute the same) */
+        if (R > 0) /* x.B_j of the state for the first timestep: every slot here (the partners compute the same) */
 #pragma unroll
             for (int q = 0; q < CN; q++)
 #pragma unroll
-                for (int hr = 0; hr < 2; hr++) {
-                    const int col = q * 128 + lc0;
-                    const int v = rsum(dot16(*(const int4 *)(Xh + sw(row[hr], col)), bload(hr, a.off_uf, col)));
-                    if (tig == 0) tsx[row[hr] * 8 + q * 2 + wg] = v;
-                }
+                for (int hr = 0; hr < 2; hr++)
+#pragma unroll
+                    for (int j = 0; j < RK; j++) {
+                        const int col = q * 128 + lc0;
+                        const int v = rsum(dot16(*(const int4 *)(Xh + sw(row[hr], col)), bload(hr, a.off_uf, col, j)));
+                        if (tig == 0) tsx[j * RBM * 8 + row[hr] * 8 + q * 2 + wg] = v;
+                    }
         fence_proxy_async(); /* Xh, read next by the tensor cores */
         __syncthreads();
         mma_own(xa, wfa);
         int4 fv[2]; /* f + 127 of the thread's bytes, phase 0 to phase 1 */
-        auto epi = [&](int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) { rec_epi<R, 0>(d, hr, t, Av, s, ps, yl, yu); };
+        /* phase ph's epilogue of row hr: rank 1 with Av, rank 2-4 with its pair's A values from global memory */
+        auto epi = [&](int ph, int hr, const int (&t)[RK], int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
+            if constexpr (R > 1)
+                rec_epi_r<H, RK, false>(d, hr, t, a.noise + (size_t)(gc[hr] >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c0, s, ps, yl, yu);
+            else
+                rec_epi<R, 0>(d, hr, t[0], Av, s, ps, yl, yu);
+        };
+        /* the row's x.B_j partials of its bytes v (B_0 in b0, loaded under the MMA) into phase ph's slots here and at
+         * every partner, counted by bar */
+        auto partials = [&](int ph, int hr, int4 v, int4 b0, size_t off, uint64_t *bar) {
+#pragma unroll
+            for (int j = 0; j < RK; j++) {
+                const int pv = rsum(dot16(v, j == 0 ? b0 : bload(hr, off, c0, j)));
+                if (tig == 0) bcast4(tsx + (ph * RK + j) * RBM * 8 + row[hr] * 8 + slot, pv, bar);
+            }
+        };
         auto aload = [&](int ph, int hr) {
             return R > 0 ? *(const int4 *)(As + (ph * 32 + (row[hr] >> 1)) * RCL_PITCH + lc0) : make_int4(0, 0, 0, 0);
         };
@@ -789,7 +822,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
         for (int t = 0; t < a.tc; t++) {
             const size_t tb = (size_t)t * nH;
             const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
-            int tt[2];
+            int tt[2][RK];
             int4 Av[2], bn[2];
             /* ---- phase 0: f = clip(Uf.h + Wf.x + bf), g = gate(f, h) */
             mma_rest(xa, wfa);
@@ -804,16 +837,15 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                 ef[hr] = ldg_hint(a.TF + tb + (size_t)gc[hr] * H + c0, once);
                 pf[hr] = pload(hr, 0);
                 if (R > 0) bn[hr] = bload(hr, a.off_uh, c0);
-                const int v = R > 0 ? slots(tsx + row[hr] * 8) : 0;
-                tt[hr] = (row[hr] & 1) ? -v : v;
                 Av[hr] = aload(0, hr);
             }
+            terms(0, tt);
             if (t > 0) ln_out(tb - nH); /* the timestep before's EGG-LN2, under the MMA */
             wg_wait<0>();
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 unsigned yl[4], yu[4];
-                epi(hr, tt[hr], Av[hr], yl, yu);
+                epi(0, hr, tt[hr], Av[hr], yl, yu);
                 const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
                 int4 gv;
 #pragma unroll
@@ -823,10 +855,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                     (&fv[hr].x)[u] = (int)p;
                 }
                 bcast16(Gs, sw(row[hr], c0), gv, bars);
-                if (R > 0) {
-                    const int v = rsum(dot16(gv, bn[hr]));
-                    if (tig == 0) bcast4(tsx + RBM * 8 + row[hr] * 8 + slot, v, bars);
-                }
+                if (R > 0) partials(1, hr, gv, bn[hr], a.off_uh, bars);
             }
             fence_proxy_async(); /* g, read next by the tensor cores */
             __syncthreads();
@@ -848,15 +877,14 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                 pb[hr] = pload(hr, 1);
                 rz[hr] = rzn[gc[hr]];
                 if (R > 0) bn[hr] = bload(hr, a.off_uf, c0);
-                const int v = R > 0 ? slots(tsx + RBM * 8 + row[hr] * 8) : 0;
-                tt[hr] = (row[hr] & 1) ? -v : v;
                 Av[hr] = aload(1, hr);
             }
+            terms(1, tt);
             wg_wait<0>();
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 unsigned yl[4], yu[4];
-                epi(hr, tt[hr], Av[hr], yl, yu);
+                epi(1, hr, tt[hr], Av[hr], yl, yu);
                 const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
                 int4 ho, ro;
                 int sa = 0;
@@ -875,11 +903,8 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                 if (ok[hr]) stg_hint(a.R + tb + (size_t)gc[hr] * H + c0, ro, once);
                 *(int4 *)(Rs + row[hr] * RCL_PITCH + lc0) = ro;
                 sa = rsum(sa);
-                const int v = R > 0 ? rsum(dot16(ho, bn[hr])) : 0;
-                if (tig == 0) {
-                    bcast4(lns + row[hr] * 8 + slot, sa, bars + 1);
-                    if (R > 0) bcast4(tsx + row[hr] * 8 + slot, v, bars + 1);
-                }
+                if (tig == 0) bcast4(lns + row[hr] * 8 + slot, sa, bars + 1);
+                if (R > 0) partials(0, hr, ho, bn[hr], a.off_uf, bars + 1);
             }
             fence_proxy_async(); /* the state h, read next by the tensor cores */
             __syncthreads();
