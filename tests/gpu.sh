@@ -73,12 +73,12 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # kernel writes 16 values a thread where the shapes allow (EGG_CUDA_NOISEW=0: 4 at rank 1, 1 at rank 2-4; a
 # vocabulary of 301 takes 4 for the head at rank 1, 1 at rank 2-4). The update operands take four columns a thread (EGG_CUDA_OPS4=0: one; rank 2-4 since v121). The
 # embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch). The PLAIN GEMMs
-# with K = 512 (Wf, Wh, up, head at hidden 512) take whole row blocks too, one X buffer a CTA (EGG_CUDA_MMX512=0:
-# mmw_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer. Down (RESID) with N a multiple of 256
+# with K = 384 and 512 (Wf, Wh, up, head at hidden 384 and 512) take whole row blocks too, one X buffer a CTA
+# (EGG_CUDA_MMX512=0: mmw_kernel, at rank 2-4 mm_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer. Down (RESID) with N a multiple of 256
 # takes 128 x 256 tiles (mmd_kernel; EGG_CUDA_WIDE=1: only at N = 256, mmw_kernel's 128 x 128 tiles elsewhere),
 # at K > 2048 (hidden 768, 1024) with the rank-1 products t A in 64 bits (EGG_CUDA_WIDE=1: mm_kernel there); the
 # PLAIN GEMMs with K > 512 (hidden 768, 1024) take those tiles too (EGG_CUDA_WIDE=1: mmw_kernel). At hidden 384
-# and 512 (rank <= 1) the recurrence runs per chunk over clusters of H / 128 CTAs exchanging each phase's bytes
+# and 512 (rank 1-4; rank 2-4 since v122) the recurrence runs per chunk over clusters of H / 128 CTAs exchanging each phase's bytes
 # (rclus_kernel; EGG_CUDA_RCLUS=0: two GEMMs per timestep, =n: n clusters, so that each walks many row blocks).
 # At rank 2-4 (hidden 128/256) the chunk recurrence is rreg_kernel with the generic epilogue (at sigma-shift 4 the
 # dp2a form of epi_quad_r8, as the persistent GEMMs' and the fused MLP's there), its A values from
@@ -189,6 +189,7 @@ configs=(
   "h512-r4-sigma6-recurrence-cluster-rank-4|--hidden 512 --layers 1 --rank 4 --pop 258 --seq 6 --sigma-shift 6"
   "h384-r4-recurrence-cluster-rank-4-3-clusters|--hidden 384 --layers 1 --rank 4 --pop 384 --seq 6 --data $T/t.bin|EGG_CUDA_RCLUS=3"
   "h384-r2-recurrence-per-timestep-rank-2-k384-mm-kernel|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 5|EGG_CUDA_RCLUS=0 EGG_CUDA_MMX512=0"
+  "h384-r1-k384-row-blocks-3ctas|--hidden 384 --layers 2 --rank 1 --pop 384 --seq 6|EGG_CUDA_MMP=3"
 )
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)
   sel=(); for cfg in "${configs[@]}"; do [[ ${cfg%%|*} =~ $GPU_ONLY ]] && sel+=("$cfg"); done; configs=("${sel[@]}")

@@ -193,7 +193,7 @@ struct CudaImpl {
     int mmd;                  /* the RESID GEMMs (down) with N a multiple of 256 and W's permuted copy in mmd_kernel (128 x 256 tiles;
                                * EGG_CUDA_WIDE=0: mmw_kernel; =1: mmd_kernel at N = 256 only) */
     bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
-    bool mmx512;              /* and the K = 512 ones (one X buffer a CTA; EGG_CUDA_MMX512=0: mmw_kernel) */
+    bool mmx512;              /* and the K = 384 and 512 ones (one X buffer a CTA; EGG_CUDA_MMX512=0: mmw_kernel) */
     bool rgemm;               /* rank 2-4 in mmx_kernel and mmd_kernel, x . B_j from xb_kernel (EGG_CUDA_RGEMM=0: mm_kernel) */
     bool fmlpr;               /* and the fused MLP at hidden 256 (rank 2-4) and 128 (rank 2) (EGG_CUDA_FMLPR=0: up and down in those GEMMs) */
     bool resw;                /* mmx_kernel keeps W resident where its tiles fit the stages (EGG_CUDA_RESW=0: streamed) */
@@ -1225,7 +1225,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 MMX_ATTR(1, 2, 4, 0) MMX_ATTR(1, 1, 4, 0) MMX_ATTR(1, 0, 4, 0) MMX_ATTR(0, 0, 4, 0)
                 MMX_ATTR(1, 2, 2, 0) MMX_ATTR(1, 1, 2, 0) MMX_ATTR(1, 0, 2, 0) MMX_ATTR(0, 0, 2, 0)
                 MMX_ATTR(1, 2, 2, 1) MMX_ATTR(1, 1, 2, 1) MMX_ATTR(1, 0, 2, 1) MMX_ATTR(0, 0, 2, 1)
-                MMX_ATTR(1, 0, 8, 0) MMX_ATTR(0, 0, 8, 0)
+                MMX_ATTR(1, 0, 8, 0) MMX_ATTR(0, 0, 8, 0) MMX_ATTR(1, 0, 6, 0) MMX_ATTR(0, 0, 6, 0)
 #undef MMX_ATTR
                 const char *e5 = getenv("EGG_CUDA_MMX512");
                 c->mmx512 = !(e5 && atoi(e5) == 0);
@@ -1284,7 +1284,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
 #define MXR_ATTR(R, EP, KT) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes(0, R)));
 #define MDR_ATTR1(R, W, M, NH) CK(cudaFuncSetAttribute(mmd_kernel<R, W, M, NH>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(R, NH)));
 #define MDR_ATTR(R, W, M) MDR_ATTR1(R, W, M, 2) MDR_ATTR1(R, W, M, 1)
-#define RG_ATTR(R) MXR_ATTR(R, 0, 2) MXR_ATTR(R, 0, 4) MXR_ATTR(R, 0, 8) MXR_ATTR(R, 2, 2) MXR_ATTR(R, 2, 4) MDR_ATTR(R, 0, MODE_RESID) MDR_ATTR(R, 1, MODE_RESID) MDR_ATTR(R, 0, MODE_PLAIN) MDR_ATTR(R, 1, MODE_PLAIN)
+#define RG_ATTR(R) MXR_ATTR(R, 0, 2) MXR_ATTR(R, 0, 4) MXR_ATTR(R, 0, 6) MXR_ATTR(R, 0, 8) MXR_ATTR(R, 2, 2) MXR_ATTR(R, 2, 4) MDR_ATTR(R, 0, MODE_RESID) MDR_ATTR(R, 1, MODE_RESID) MDR_ATTR(R, 0, MODE_PLAIN) MDR_ATTR(R, 1, MODE_PLAIN)
                     RG_ATTR(2) RG_ATTR(3) RG_ATTR(4)
 #undef RG_ATTR
 #undef MDR_ATTR

@@ -49,7 +49,7 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
     const uintptr_t al = (uintptr_t)a.Y | (uintptr_t)a.other | (uintptr_t)a.X | (uintptr_t)a.Wp | (uintptr_t)a.ldx | (uintptr_t)a.ldw |
                          (uintptr_t)a.ldy | (uintptr_t)a.pstride | (uintptr_t)a.T | (uintptr_t)a.aoff | (uintptr_t)(a.Y2 ? a.aoff2 : 0);
     if ((al & 15) || a.N % BN || a.K % BK || a.wrap <= 0 || a.wrap % (BM / 2) || a.M % (2 * a.wrap) || a.pstride >= ((size_t)1 << 31)) return 0;
-    const bool mx = mode == MODE_PLAIN && (a.K == 128 || a.K == 256 || (a.K == 512 && c->mmx512)) && c->mmx;
+    const bool mx = mode == MODE_PLAIN && (a.K == 128 || a.K == 256 || ((a.K == 384 || a.K == 512) && c->mmx512)) && c->mmx;
     /* mmd_kernel: 128 x 256 tiles, or where N is an odd multiple of 128 (down at hidden 128) 128 x 128 (nh 1) */
     const int nh = a.N % (2 * BN) == 0 ? 2 : 1;
     const bool md = !mx && c->mmd && (nh == 2 || c->mmd > 1) &&
@@ -76,7 +76,11 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
         a.resw = c->resw;
         const bool e8 = a.s == 8 && a.pshift == 8; /* K <= 256 at the default sigma-shift: epi_quad_r8 */
 #define MXR_GO(RR, EP, KT) mmx_kernel<RR, EP, KT, 0><<<nx, MX_THREADS, mmx_smem_bytes(0, RR), c->st>>>(a, tmx, tmw, tmn, tmn, tmw)
-#define MXR_K(RR) (a.K == 512 ? MXR_GO(RR, 0, 8) : a.K == 256 ? (e8 ? MXR_GO(RR, 2, 4) : MXR_GO(RR, 0, 4)) : (e8 ? MXR_GO(RR, 2, 2) : MXR_GO(RR, 0, 2)))
+#define MXR_K(RR)                                                                                                   \
+    (a.K == 512   ? MXR_GO(RR, 0, 8)                                                                                \
+     : a.K == 384 ? MXR_GO(RR, 0, 6)                                                                                \
+     : a.K == 256 ? (e8 ? MXR_GO(RR, 2, 4) : MXR_GO(RR, 0, 4))                                                      \
+                  : (e8 ? MXR_GO(RR, 2, 2) : MXR_GO(RR, 0, 2)))
         rank_go(R, [&](auto rr) { MXR_K(decltype(rr)::value); });
 #undef MXR_K
 #undef MXR_GO
@@ -163,7 +167,7 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
          : mmw_kernel<M, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn))
             if (wpm) {
                 const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas;
-                if (mode == MODE_PLAIN && (a.K == 256 || a.K == 128 || (a.K == 512 && c->mmx512)) && c->mmx) { /* whole row blocks, X and B rows loaded once */
+                if (mode == MODE_PLAIN && (a.K == 256 || a.K == 128 || ((a.K == 384 || a.K == 512) && c->mmx512)) && c->mmx) { /* whole row blocks, X and B rows loaded once */
                     CUtensorMap tmp2; /* the second matrix's permuted copy (DUAL: both GEMMs in this launch) */
                     memset(&tmp2, 0, sizeof tmp2);
                     /* K = 128 only: at K = 256 one launch measured no faster than two (740 vs 729 us a pair) */
@@ -182,6 +186,9 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
                     else if (a.K == 512) { /* s = 9: the generic epilogue (EP 0) */
                         if (a.r) mmx_kernel<1, 0, 8, 0><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2);
                         else mmx_kernel<0, 0, 8, 0><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2);
+                    } else if (a.K == 384) { /* s = 9 too; 6 of the buffer's 8 k-steps */
+                        if (a.r) mmx_kernel<1, 0, 6, 0><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2);
+                        else mmx_kernel<0, 0, 6, 0><<<nx, MX_THREADS, smx, c->st>>>(a, tmx, tmp, tmb, tmn, tmp2);
                     } else if (a.K == 256) MMX_GO(4, 0);
                     else MMX_GO(2, 0);
 #undef MMX_GO

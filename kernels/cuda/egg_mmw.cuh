@@ -1,6 +1,6 @@
 /* egg_mmw.cuh — the warp-specialised TMA GEMMs of sm_90a: mmw_kernel (a producer
  * warp, two consumer warpgroups; the forward's MMs and the update's vote GEMM),
- * mmx_kernel (the PLAIN MMs with K = 128, 256 or 512, whole row blocks a CTA) and
+ * mmx_kernel (the PLAIN MMs with K = 128, 256, 384 or 512, whole row blocks a CTA) and
  * mmd_kernel (down: 128 x 256 tiles, N a multiple of 256).
  * Part of the CUDA backend: included once by kernels/cuda/egg_cuda.cu (one translation unit). */
 #ifndef EGG_MMW_CUH
@@ -229,7 +229,7 @@ __host__ __device__ constexpr int mx_as(int R) { return R >= 3 ? 3 : 4; }
 /* DUAL (two GEMMs of one X, Wf and Wh): both matrices' B rows resident, so 8 W stages instead of 10; 8 at rank 4 too
  * (its A rows) */
 /* the row block's X and B rows take 8 k-steps of buffer: two buffers (by row-block parity: the next row block loads
- * under this one's tiles) at K <= 256, one at K = 512 (KT 8: the next row block loads after this one's last MMAs).
+ * under this one's tiles) at K <= 256, one at K = 384 and 512 (KT 6, 8: the next row block loads after this one's last MMAs).
  * At rank R >= 2 no B rows: x . B_j comes from T (xb_kernel) */
 __host__ __device__ constexpr int mx_xbufs(int kt) { return kt > 4 ? 1 : 2; }
 __host__ __device__ constexpr int mx_stages(int dual, int R = 1) { return dual || R >= 4 ? 8 : 10; }
