@@ -20,6 +20,7 @@ static int xb_run(CudaImpl *c, int R, int nm, int M, int K, const int8_t *X, int
     int ch = 0, G = 32;
     if (kc == 8) ch = 1, G = 8;
     else if (kc == 16 || kc == 32 || kc == 64) ch = 2, G = kc / 2;
+    else if (kc == 24 || kc == 48 || kc == 96) ch = 3, G = kc / 3; /* K = 384, 768, 1536 */
     else if (kc == 128 && nm == 1) ch = 4, G = 32;
     /* timestep slices: about 32 warps an SM */
     const int tcs = M / (2 * wrap);
@@ -27,7 +28,7 @@ static int xb_run(CudaImpl *c, int R, int nm, int M, int K, const int8_t *X, int
     tsl = tsl < 1 ? 1 : tsl > tcs ? tcs : tsl;
     const int nb = (int)(((long long)wrap * tsl * G + 255) / 256);
 #define XB_GO(RR, NM, CH) xb_kernel<RR, NM, CH><<<nb, 256, 0, c->st>>>(M, K, X, ldx, noise, pstride, bo, bo2, wrap, G, tsl, T)
-#define XB_CH(RR, NM) (ch == 1 ? XB_GO(RR, NM, 1) : ch == 2 ? XB_GO(RR, NM, 2) : ch == 4 ? XB_GO(RR, NM, 4) : XB_GO(RR, NM, 0))
+#define XB_CH(RR, NM) (ch == 1 ? XB_GO(RR, NM, 1) : ch == 2 ? XB_GO(RR, NM, 2) : ch == 3 ? XB_GO(RR, NM, 3) : ch == 4 ? XB_GO(RR, NM, 4) : XB_GO(RR, NM, 0))
 #define XB_NM(RR) (nm == 2 ? XB_CH(RR, 2) : XB_CH(RR, 1))
     rank_go(R, [&](auto rr) { XB_NM(decltype(rr)::value); });
 #undef XB_NM
@@ -378,9 +379,10 @@ static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, cons
     const int np = (rows + 1) / 2;
 #define LNV(K4, P) ln_vec_kernel<K4, P><<<(np + wpb * P - 1) / (wpb * P), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
 #define LN16(LPR) ln16_kernel<LPR><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
-    switch (c->ln_vec ? H : 0) { /* 16 bytes a lane; at 1024 32 */
+    switch (c->ln_vec ? H : 0) { /* 16 bytes a lane; at 384 12, at 1024 32 */
     case 128: LN16(8); break;
     case 256: LN16(16); break;
+    case 384: LNV(3, 2); break;
     case 512: LN16(32); break;
     case 1024: LNV(8, 1); break;
     default: ln_kernel<<<nb, 32 * wpb, 0, c->st>>>(rows, n, H, X, w, nz, c->pstride, vo, c->pshift, wp, Y); break;
@@ -497,6 +499,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         else if (embln) EMBV(4, 32, true);
         else if (c->ln_vec && H == 128) EMBV(4, 8, false);
         else if (c->ln_vec && H == 256) EMBV(4, 16, false);
+        else if (c->ln_vec && H == 384) EMBV(3, 32, false);
         else if (c->ln_vec && H == 512) EMBV(4, 32, false);
         else if (c->ln_vec && H == 1024) EMBV(8, 32, false);
         else

@@ -74,13 +74,19 @@ __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t
     }
 }
 
-/* ln_kernel for H = 128 * K4 (K4 = 1, 2, 4, 8): each lane holds 4 * K4 consecutive
- * bytes of both rows in registers from one wide load each, sums |x| with
- * __vabsss4 / __dp4a, and stores 4 * K4 bytes at once; the same operations per
- * element as ln_kernel (the byte loop there moved 1 byte per lane per access). */
-/* 4 * K4 consecutive bytes per lane, loaded / stored in the widest accesses */
+/* ln_kernel for H = 128 * K4 (K4 = 1, 2, 3, 4, 8): each lane holds 4 * K4 consecutive
+ * bytes of both rows in registers from one wide load each (K4 = 3: three words 128 bytes
+ * apart), sums |x| with __vabsss4 / __dp4a, and stores 4 * K4 bytes at once; the same
+ * operations per element as ln_kernel (the byte loop there moved 1 byte per lane per access). */
+/* 4 * K4 consecutive bytes per lane, loaded / stored in the widest accesses; K4 = 3 (H = 384 on 32 lanes): words q at
+ * p + 128 q, so each access of a warp is 128 contiguous bytes (12 bytes a lane at 12-byte steps took three accesses of
+ * 384 bytes each); w_off gives a lane's p */
+template <int K4> __host__ __device__ constexpr int w_off(int lane) { return K4 == 3 ? 4 * lane : 4 * K4 * lane; }
 template <int K4> __device__ __forceinline__ void ld_words(w4u (&v)[K4], const int8_t *p) {
-    if (K4 >= 4) {
+    if (K4 == 3) {
+#pragma unroll
+        for (int q = 0; q < K4; q++) v[q].w = __ldg((const int *)(p + 128 * q));
+    } else if (K4 >= 4) {
 #pragma unroll
         for (int q = 0; q < K4; q += 4) {
             const int4 t = __ldg((const int4 *)(p + 4 * q));
@@ -94,7 +100,10 @@ template <int K4> __device__ __forceinline__ void ld_words(w4u (&v)[K4], const i
     }
 }
 template <int K4> __device__ __forceinline__ void st_words(int8_t *p, const w4u (&v)[K4]) {
-    if (K4 >= 4) {
+    if (K4 == 3) {
+#pragma unroll
+        for (int q = 0; q < K4; q++) *(int *)(p + 128 * q) = v[q].w;
+    } else if (K4 >= 4) {
 #pragma unroll
         for (int q = 0; q < K4; q += 4) *(int4 *)(p + 4 * q) = make_int4(v[q].w, v[q + 1].w, v[q + 2].w, v[q + 3].w);
     } else if (K4 == 2) {
@@ -110,7 +119,7 @@ __global__ void ln_vec_kernel(int rows, int nm, const int8_t *X, const int8_t *w
     constexpr int H = 128 * K4;
     const int wq = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (2 * wq * P >= rows) return;
-    const int off = lane * 4 * K4;
+    const int off = w_off<K4>(lane);
     const bool noisy = noise != NULL;
     w4u x0[P][K4], x1[P][K4], a1[P][K4], a2[P][K4], ww[K4];
     ld_words<K4>(ww, w + off);
@@ -262,7 +271,8 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
 }
 
 /* embed_kernel for H = 4 K4 LPR: LPR lanes a row (32 / LPR rows a warp; a row of 128 or 256 bytes had left a
- * warp's lanes moving 4 or 8 bytes each behind a chain of dependent loads), a lane's 4 K4 bytes in word accesses.
+ * warp's lanes moving 4 or 8 bytes each behind a chain of dependent loads), a lane's 4 K4 bytes in word accesses
+ * (K4 = 3 only with LPR = 32: ld_words' words 128 bytes apart).
  * LN (K4 = 4: ln16_kernel's lanes): also the first layer's EGG-LN1 of the row into XN (ln16_weights' lw, lnz, lvoff,
  * lwp), so that LN does not read X back */
 template <int K4, int LPR, bool LN = false>
@@ -272,11 +282,12 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
                                  const int8_t *lw, const int8_t *lnz, size_t lvoff, const int8_t *lwp, int8_t *XN) {
     constexpr int H = 4 * K4 * LPR;
     static_assert(!LN || K4 == 4, "the fused LN takes ln16_kernel's 16 bytes a lane");
+    static_assert(K4 != 3 || LPR == 32, "K4 = 3: 32 lanes a row");
     const int lane = threadIdx.x & 31, sub = lane % LPR;
     const int row = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) + lane / LPR;
     const bool in = row < rows; /* LN: the lanes of a row past the end still take part in the row sums' shuffles */
     if (!LN && !in) return;
-    const int m = in ? row % n : 0, dt = row / n, off = sub * 4 * K4;
+    const int m = in ? row % n : 0, dt = row / n, off = w_off<K4>(sub);
     w4u e[K4];
     for (int q = 0; q < K4; q++) e[q].w = 0;
     int4 wl = make_int4(0, 0, 0, 0); /* LN: the row's LN1 weights, loaded first (the row's own loads are a dependent chain) */
@@ -350,6 +361,7 @@ template <int K4>
 __global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
                                 int gbase, int m0, int32_t *scores) {
     constexpr int V = 128 * K4;
+    static_assert(K4 != 3, "a lane's words consecutive");
     __shared__ uint32_t exp2s[256];
     for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
     __syncthreads();
