@@ -75,7 +75,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch). The PLAIN GEMMs
 # with K = 384 and 512 (Wf, Wh, up, head at hidden 384 and 512) take whole row blocks too, one X buffer a CTA
 # (EGG_CUDA_MMX512=0: mmw_kernel, at rank 2-4 mm_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer. Down (RESID) with N a multiple of 256
-# takes 128 x 256 tiles (mmd_kernel; EGG_CUDA_WIDE=1: only at N = 256, mmw_kernel's 128 x 128 tiles elsewhere),
+# takes 128 x 256 tiles and with N an odd multiple of 128 (hidden 384, 640; since v125) 128 x 128 ones (mmd_kernel;
+# EGG_CUDA_WIDE=1: only at N = 256, mmw_kernel's 128 x 128 tiles elsewhere),
 # at K > 2048 (hidden 768, 1024) with the rank-1 products t A in 64 bits (EGG_CUDA_WIDE=1: mm_kernel there); the
 # PLAIN GEMMs with K > 512 (hidden 768, 1024) take those tiles too (EGG_CUDA_WIDE=1: mmw_kernel). At hidden 384
 # and 512 (rank 1-4; rank 2-4 since v122) the recurrence runs per chunk over clusters of H / 128 CTAs exchanging each phase's bytes
@@ -190,6 +191,8 @@ configs=(
   "h384-r4-recurrence-cluster-rank-4-3-clusters|--hidden 384 --layers 1 --rank 4 --pop 384 --seq 6 --data $T/t.bin|EGG_CUDA_RCLUS=3"
   "h384-r2-recurrence-per-timestep-rank-2-k384-mm-kernel|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 5|EGG_CUDA_RCLUS=0 EGG_CUDA_MMX512=0"
   "h384-r1-k384-row-blocks-3ctas|--hidden 384 --layers 2 --rank 1 --pop 384 --seq 6|EGG_CUDA_MMP=3"
+  "h384-r1-sigma5-down-tile-at-a-time|--hidden 384 --layers 1 --rank 1 --pop 256 --seq 5 --sigma-shift 5|EGG_CUDA_WIDE=1"
+  "h640-r1-down-k2560-64-bit-128-column-tiles|--hidden 640 --layers 1 --rank 1 --pop 128 --seq 4"
 )
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)
   sel=(); for cfg in "${configs[@]}"; do [[ ${cfg%%|*} =~ $GPU_ONLY ]] && sel+=("$cfg"); done; configs=("${sel[@]}")

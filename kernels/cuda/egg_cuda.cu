@@ -1272,6 +1272,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 CK(cudaFuncSetAttribute(mmd_kernel<1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
                 CK(cudaFuncSetAttribute(mmd_kernel<1, 0, MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
                 CK(cudaFuncSetAttribute(mmd_kernel<0, 0, MODE_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
+                CK(cudaFuncSetAttribute(mmd_kernel<1, 0, MODE_RESID, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(1, 1)));
+                CK(cudaFuncSetAttribute(mmd_kernel<1, 1, MODE_RESID, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(1, 1)));
+                CK(cudaFuncSetAttribute(mmd_kernel<0, 0, MODE_RESID, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(1, 1)));
             }
             { /* rank 2-4 in mmx_kernel and mmd_kernel */
                 const char *eg = getenv("EGG_CUDA_RGEMM"), *em = getenv("EGG_CUDA_FMLPR");

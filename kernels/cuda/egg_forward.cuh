@@ -139,7 +139,7 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
     /* p64: t A may pass int32 (rank 1, K > 2048: down at hidden 1024); only mmd_kernel's 64-bit epilogue takes it here */
     const bool p64 = a.r > 0 && a.K > 2048;
     if (c->mmp_ctas > 0 && mode != MODE_UPDATE && mode != MODE_BIAS && a.r <= 1 &&
-        (!p64 || (mode == MODE_RESID && c->mmd > 1 && a.N % (2 * BN) == 0 && a.Wp)) && a.K > BK && a.N % 16 == 0 &&
+        (!p64 || (mode == MODE_RESID && c->mmd > 1 && a.N % BN == 0 && a.Wp)) && a.K > BK && a.N % 16 == 0 &&
         a.ldy % 16 == 0 && (al & 15) == 0) {
         a.mtn = (int)grid.x;
         a.ntn = (int)grid.y;
@@ -211,6 +211,12 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
                     if (p64) mmd_kernel<1, 1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else if (a.r) mmd_kernel<1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else mmd_kernel<0><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                } else if (mode == MODE_RESID && c->mmd > 1) {
+                    /* N an odd multiple of 128 (down at hidden 384, 640): 128 x 128 tiles, a row block's tiles adjacent */
+                    const int smd = mmd_smem_bytes(1, 1), td = a.mtn * a.ntn, nx = td < c->mmw_ctas ? td : c->mmw_ctas;
+                    if (p64) mmd_kernel<1, 1, MODE_RESID, 1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                    else if (a.r) mmd_kernel<1, 0, MODE_RESID, 1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                    else mmd_kernel<0, 0, MODE_RESID, 1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                 } else if (a.r) mmw_kernel<MODE_RESID, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else mmw_kernel<MODE_RESID, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
             } else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)

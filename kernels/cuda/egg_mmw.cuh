@@ -443,10 +443,10 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
  * kernel's down runs at L2's bandwidth (328 KB a 128 x 128 tile); here a row block takes 464 KB instead of 656.
  * A warpgroup's 64 rows: two m64n128k32 (the W halves) and one m64n32k32 (its pairs' B rows) per k32, 144
  * accumulators (setmaxnreg gives the consumers the producer warpgroup's registers). Same MMAs and epilogue
- * (wg_frag_direct, once per half) as mmw_kernel. At rank 2-4 also with N an odd multiple of 128 (down at hidden 128):
- * NH = 1 half, tiles of 128 x 128. */
+ * (wg_frag_direct, once per half) as mmw_kernel. With N an odd multiple of 128 (down at hidden 128 at rank 2-4, at
+ * hidden 384 and 640 at every rank): NH = 1 half, tiles of 128 x 128. */
 #define MD_STAGES 6
-/* X, W (NH 128-row halves), B: 28 KB; at rank R >= 2 no B (T from xb_kernel): 24 KB (16 KB with one half) */
+/* X, W (NH 128-row halves), B: 28 KB (20 KB with one half); at rank R >= 2 no B (T from xb_kernel): 24 KB (16 KB) */
 __host__ __device__ constexpr int mmd_stage_bytes(int R = 1, int NH = 2) { return (BM + NH * BN + (R >= 2 ? 0 : BM / 2)) * BK; }
 /* the A rows of both halves: by tile parity at rank <= 1; at rank R >= 2 one buffer of R ranks' rows ([NH][R][BM/2][BN]),
  * loaded with k-step MD_STAGES of its tile (afull), when the epilogue before has released it */
@@ -465,7 +465,7 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
     unsigned st = 0, ph = 0, pst = 0;
     const unsigned sb = (unsigned)__cvta_generic_to_shared(St);
     const uint64_t dx0 = wg_desc(sb + w * 64 * BK), dw0 = wg_desc(sb + BM * BK), dw1 = wg_desc(sb + (BM + BN) * BK),
-                   db0 = wg_desc(sb + (BM + 2 * BN + w * 32) * BK);
+                   db0 = wg_desc(sb + (BM + NH * BN + w * 32) * BK);
     const int P = NH == 2 ? a.ntn >> 1 : a.ntn; /* tiles of NH 128 columns a row block */
     for (int it = 0; it < mine; it++) {
         const int g = (int)blockIdx.x + it * (int)gridDim.x, m0 = (g / P) * BM, n0 = (g - (g / P) * P) * NH * BN;
@@ -502,19 +502,18 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
         }
         const int8_t *Ab = As + (it & 1) * 2 * (BM / 2) * BN;
         wg_frag_direct<MODE, R, W ? 4 : 0>(a, d0, Ab, tsp, m0, n0, warp, gid, tig, ot[0], aempty + (it & 1), a.Y);
-        wg_frag_direct<MODE, R, W ? 4 : 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, n0 + BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
+        if (NH == 2) wg_frag_direct<MODE, R, W ? 4 : 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, n0 + BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
     }
 }
 #endif
 /* W: rank 1 with K > 2048, t A in 64 bits (epi_pair_w); rank 2-4 with K > 512, p in 64 bits (epi_quad_r); MODE: RESID or PLAIN;
- * NH: 128-column halves a tile (1: rank 2-4 only) */
+ * NH: 128-column halves a tile */
 template <int R, int W = 0, int MODE = MODE_RESID, int NH = 2>
 __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
 #ifdef MMP_WGMMA
-    static_assert(NH == 2 || R >= 2, "mmd_kernel: one half at rank 2-4 only");
     constexpr int SB = mmd_stage_bytes(R, NH);
     extern __shared__ __align__(1024) unsigned char smem[];
-    int8_t *St = (int8_t *)smem;                        /* stage s: X [BM][BK], W [2 BN][BK], B [BM/2][BK] (rank 1) */
+    int8_t *St = (int8_t *)smem;                        /* stage s: X [BM][BK], W [NH BN][BK], B [BM/2][BK] (rank 1) */
     int8_t *As = St + MD_STAGES * SB;                   /* the pairs' A rows of both halves (mmd_abytes) */
     int *ts = (int *)(As + mmd_abytes(R, NH));          /* [2][BM]: sign * (x . B), by tile parity (rank 1) */
     uint64_t *full = (uint64_t *)(ts + 2 * BM), *empty = full + MD_STAGES, *aempty = empty + MD_STAGES, *afull = aempty + 2;
@@ -546,7 +545,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
                     if (j >= MD_STAGES) mbar_wait(empty + st, (unsigned)(j / MD_STAGES - 1) & 1);
                     if (R == 1 && kt == 0 && it >= 2) mbar_wait(aempty + (it & 1), (unsigned)((it >> 1) - 1) & 1);
                     int8_t *sb = St + st * SB;
-                    mbar_expect_tx(full + st, (BM + NH * BN) * BK + (R == 1 ? (BM / 2) * BK + (kt == 0 ? 2 * (BM / 2) * BN : 0) : 0));
+                    mbar_expect_tx(full + st, (BM + NH * BN) * BK + (R == 1 ? (BM / 2) * BK + (kt == 0 ? NH * (BM / 2) * BN : 0) : 0));
                     tma_load_2d(sb, &tmx, kt * BK, m0, full + st, once);
                     tma_load_2d(sb + BM * BK, &tmw, kt * BK, n0, full + st, keep);
                     if (NH == 2) tma_load_2d(sb + (BM + BN) * BK, &tmw, kt * BK, n0 + BN, full + st, keep);
@@ -560,12 +559,12 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
                     }
                     if (R == 1) { /* B boxes of 32 pairs */
                         const int kb = (int)(a.aoff + a_span(1, a.N)) + kt * BK;
-                        tma_load_2d(sb + (BM + 2 * BN) * BK, &tmb, kb, p0, full + st, keep);
-                        tma_load_2d(sb + (BM + 2 * BN + 32) * BK, &tmb, kb, p0 + 32, full + st, keep);
+                        tma_load_2d(sb + (BM + NH * BN) * BK, &tmb, kb, p0, full + st, keep);
+                        tma_load_2d(sb + (BM + NH * BN + 32) * BK, &tmb, kb, p0 + 32, full + st, keep);
                         if (kt == 0) {
                             int8_t *ab = As + (it & 1) * 2 * (BM / 2) * BN;
                             tma_load_2d(ab, &tmn, (int)a.aoff + n0, p0, full + st, keep);
-                            tma_load_2d(ab + (BM / 2) * BN, &tmn, (int)a.aoff + n0 + BN, p0, full + st, keep);
+                            if (NH == 2) tma_load_2d(ab + (BM / 2) * BN, &tmn, (int)a.aoff + n0 + BN, p0, full + st, keep);
                         }
                     }
                 }
