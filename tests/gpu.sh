@@ -193,6 +193,7 @@ configs=(
   "h384-r1-k384-row-blocks-3ctas|--hidden 384 --layers 2 --rank 1 --pop 384 --seq 6|EGG_CUDA_MMP=3"
   "h384-r1-sigma5-down-tile-at-a-time|--hidden 384 --layers 1 --rank 1 --pop 256 --seq 5 --sigma-shift 5|EGG_CUDA_WIDE=1"
   "h640-r1-down-k2560-64-bit-128-column-tiles|--hidden 640 --layers 1 --rank 1 --pop 128 --seq 4"
+  "h384-r2-vectors-in-kernels-recurrence-per-timestep|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 5|EGG_CUDA_LNPERT=0"
 )
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)
   sel=(); for cfg in "${configs[@]}"; do [[ ${cfg%%|*} =~ $GPU_ONLY ]] && sel+=("$cfg"); done; configs=("${sel[@]}")
