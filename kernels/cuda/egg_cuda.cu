@@ -179,8 +179,9 @@ struct CudaImpl {
                                * CTAs (EGG_CUDA_RCLUS=0: per timestep; =n >= 2: n clusters, each walking many row blocks) */
     int rclus_ncl[2];         /* its clusters per launch at H = 384, 512 (those that fit the GPU at once) */
     int rsplit;               /* sm_90a, the recurrence per timestep (H not 128 / 256): its two GEMMs as PLAIN GEMMs and the
-                               * bias, gate, mix and residual as rec_gate_kernel / rec_mix_kernel; 1 (default) at H >= 768,
-                               * 2 at every H (tests), 0 never (EGG_CUDA_RSPLIT): MODE_BIAS_GATE / MODE_BIAS_MIX GEMMs */
+                               * bias, gate, mix and residual as rec_gate_kernel / rec_mix_kernel; 1 (default) at H >= 768
+                               * (every rank since v126), 2 at every H (tests), 0 never (EGG_CUDA_RSPLIT): MODE_BIAS_GATE /
+                               * MODE_BIAS_MIX GEMMs */
     int ln_vec;               /* EGG-LN, embedding, loss with wide accesses where H / V allow (EGG_CUDA_LNVEC=0: byte kernels) */
     int mmp_ctas;             /* persistent forward GEMM: CTAs per launch (0: mm_kernel only, EGG_CUDA_MMP=0; =n caps it) */
     uint64_t *ekeys;          /* [pairs]: the embedding noise's keys of the step */

@@ -401,7 +401,8 @@ static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, cons
 
 /* the recurrence of a layer and chunk: one kernel for the chunk (H = 128 / 256, rank <= 1; rank 2-4 in rreg_kernel), else
  * per timestep, where on sm_90a its GEMMs can run as PLAIN GEMMs with the bias, gate and mix in passes of their own
- * (EGG_CUDA_RSPLIT: by default at H >= 768, where they take mmd_kernel's tiles, rank <= 1; 2: every H and rank) */
+ * (EGG_CUDA_RSPLIT: by default at H >= 768, where they take mmd_kernel's tiles, every rank: at rank 2-4 the gate and mix
+ * epilogues ran in mm_kernel, 24% slower at hidden 768 and 1024 at rank 4; at 640 the split ran 1-2% slower; 2: every H) */
 static bool rec_chunked(const CudaImpl *c, bool noisy) {
 #ifdef EGG_MMP
     return c->rchunk && (c->H == 256 || c->H == 128) && (!noisy || c->r <= 1 || (c->rreg && c->r <= 4));
@@ -460,7 +461,7 @@ static void rclus_launch(RclusLaunch *r, int H, int R, int ncl, cudaStream_t st)
 }
 #endif
 static bool rec_split(const CudaImpl *c, bool noisy) {
-    return !rec_chunked(c, noisy) && !rec_clustered(c, noisy) && c->H % 16 == 0 && (c->rsplit >= 2 || (c->rsplit == 1 && c->H >= 768 && (!noisy || c->r <= 1)));
+    return !rec_chunked(c, noisy) && !rec_clustered(c, noisy) && c->H % 16 == 0 && (c->rsplit >= 2 || (c->rsplit == 1 && c->H >= 768));
 }
 static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, int m0, egg_err *err) {
     const int n = x->n, H = c->H, L = c->L, V = c->V, rowlen = T + 1;
