@@ -803,7 +803,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             }
         };
         auto aload = [&](int ph, int hr) {
-            return R > 0 ? *(const int4 *)(As + (ph * 32 + (row[hr] >> 1)) * RCL_PITCH + lc0) : make_int4(0, 0, 0, 0);
+            return R == 1 ? *(const int4 *)(As + (ph * 32 + (row[hr] >> 1)) * RCL_PITCH + lc0) : make_int4(0, 0, 0, 0);
         };
         /* XN = EGG-LN2(R) of the rows' timestep at XN + tb0, the CTA's columns (R in Rs, the sums' partials in lns) */
         auto ln_out = [&](size_t tb0) {
