@@ -38,10 +38,13 @@ static int xb_run(CudaImpl *c, int R, int nm, int M, int K, const int8_t *X, int
     prof_mark(c, P_XB);
     return 0;
 }
-/* rank 2-4 in the persistent GEMMs (sm_90a, W's permuted copy; EGG_CUDA_RGEMM=0: mm_kernel): PLAIN with K = 128, 256
- * (512) in mmx_kernel, RESID with N a multiple of 256 and PLAIN with K > 512 in mmd_kernel, after xb_kernel's T (each
- * row's sign * x . B_j into a.T; where a has a second matrix, for both: *tboth = 1, and the second's launch finds its
- * rows at a.T + 4 M, a.tready). *done = 0 where none applies (mm_kernel runs it) */
+/* the PLAIN GEMMs that mmx_kernel takes in whole row blocks, every rank: K = 128, 256, and 384, 512 (one X buffer a
+ * CTA; EGG_CUDA_MMX512=0: not those) */
+static bool mmx_takes(const CudaImpl *c, int K) { return c->mmx && (K == 128 || K == 256 || ((K == 384 || K == 512) && c->mmx512)); }
+/* rank 2-4 in the persistent GEMMs (sm_90a, W's permuted copy; EGG_CUDA_RGEMM=0: mm_kernel): PLAIN with K = 128 to
+ * 512 in mmx_kernel (mmx_takes), RESID with N a multiple of 128 and PLAIN with K > 512 in mmd_kernel, after xb_kernel's
+ * T (each row's sign * x . B_j into a.T; where a has a second matrix, for both: *tboth = 1, and the second's launch
+ * finds its rows at a.T + 4 M, a.tready). *done = 0 where none applies (mm_kernel runs it) */
 static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, egg_err *err) {
     *done = 0;
     const int R = a.r;
@@ -50,8 +53,8 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
     const uintptr_t al = (uintptr_t)a.Y | (uintptr_t)a.other | (uintptr_t)a.X | (uintptr_t)a.Wp | (uintptr_t)a.ldx | (uintptr_t)a.ldw |
                          (uintptr_t)a.ldy | (uintptr_t)a.pstride | (uintptr_t)a.T | (uintptr_t)a.aoff | (uintptr_t)(a.Y2 ? a.aoff2 : 0);
     if ((al & 15) || a.N % BN || a.K % BK || a.wrap <= 0 || a.wrap % (BM / 2) || a.M % (2 * a.wrap) || a.pstride >= ((size_t)1 << 31)) return 0;
-    const bool mx = mode == MODE_PLAIN && (a.K == 128 || a.K == 256 || ((a.K == 384 || a.K == 512) && c->mmx512)) && c->mmx;
-    /* mmd_kernel: 128 x 256 tiles, or where N is an odd multiple of 128 (down at hidden 128) 128 x 128 (nh 1) */
+    const bool mx = mode == MODE_PLAIN && mmx_takes(c, a.K);
+    /* mmd_kernel: 128 x 256 tiles, or where N is an odd multiple of 128 (down at hidden 128 and 384) 128 x 128 (nh 1) */
     const int nh = a.N % (2 * BN) == 0 ? 2 : 1;
     const bool md = !mx && c->mmd && (nh == 2 || c->mmd > 1) &&
                     ((mode == MODE_RESID && (a.N == 2 * BN || c->mmd > 1)) || (mode == MODE_PLAIN && a.K > 512 && c->mmd > 1));
@@ -168,7 +171,7 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
          : mmw_kernel<M, 0><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmw, tmb, tmn))
             if (wpm) {
                 const int nx = a.mtn < c->mmw_ctas ? a.mtn : c->mmw_ctas;
-                if (mode == MODE_PLAIN && (a.K == 256 || a.K == 128 || ((a.K == 384 || a.K == 512) && c->mmx512)) && c->mmx) { /* whole row blocks, X and B rows loaded once */
+                if (mode == MODE_PLAIN && mmx_takes(c, a.K)) { /* whole row blocks, X and B rows loaded once */
                     CUtensorMap tmp2; /* the second matrix's permuted copy (DUAL: both GEMMs in this launch) */
                     memset(&tmp2, 0, sizeof tmp2);
                     /* K = 128 only: at K = 256 one launch measured no faster than two (740 vs 729 us a pair) */
