@@ -360,12 +360,17 @@ static int cuda_prefetch(egg_backend *be, uint64_t seed, uint32_t epoch, egg_err
  * at its first pair. EGG_CUDA_PARTS=k (1: one forward, at most EGG_PARTS_MAX); by default parts of at least 8192
  * members, at most 4: on H100s, EGG-256x6 at 32768 members ran 56.0-57.2 M pop-tok/s in one forward, 57.9-59.1 M in
  * 2 parts, 58.2-59.7 M in 4, 59.1-59.3 M in 8; EGG-128x4 at 65536 members 183-187 M, 187 M in 2, 193-196 M in 4,
- * 188-189 M in 8 (docs/BENCHMARKS.md). Staggering the parts' starts by a kernel or a layer measured slower. */
+ * 188-189 M in 8 (docs/BENCHMARKS.md). Staggering the parts' starts by a kernel or a layer measured slower. Where
+ * the recurrence runs per timestep as split GEMMs and passes (rec_split: hidden >= 768) at rank <= 1, one forward is
+ * the default: its four launches a timestep then cover all members at once (H100, pop 32768: EGG-768x4 9.90 / 9.91 M
+ * in one forward against 9.59 / 9.56 M in 4 parts, EGG-1024x4 6.81 / 6.80 against 6.71 / 6.68 M). Not at hidden 640,
+ * whose recurrence GEMMs gate and mix in their epilogues (12.09 / 12.08 M in 4 parts against 11.83 / 11.83 M), nor at
+ * rank 2-4, where each GEMM has its xb_kernel pass (hidden 768 rank 4: 4.53 / 4.54 M in 4 parts against 4.09 / 4.09). */
 static int eval_parts(const CudaImpl *c, int n) {
 #if defined(__HIPCC__) /* not measured on AMD GPUs: one forward unless EGG_CUDA_PARTS asks */
     int k = c->parts_env >= 0 ? c->parts_env : 1;
 #else
-    int k = c->parts_env >= 0 ? c->parts_env : n / 8192 < 4 ? n / 8192 : 4;
+    int k = c->parts_env >= 0 ? c->parts_env : rec_split(c, true) && c->r <= 1 ? 1 : n / 8192 < 4 ? n / 8192 : 4;
 #endif
     k = k < 1 ? 1 : k > EGG_PARTS_MAX ? EGG_PARTS_MAX : k;
     while (k > 1 && n % (2 * k) != 0) k--;
