@@ -74,18 +74,27 @@ __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t
     }
 }
 
-/* ln_kernel for H = 128 * K4 (K4 = 1, 2, 3, 4, 8): each lane holds 4 * K4 consecutive
- * bytes of both rows in registers from one wide load each (K4 = 3: three words 128 bytes
- * apart), sums |x| with __vabsss4 / __dp4a, and stores 4 * K4 bytes at once; the same
- * operations per element as ln_kernel (the byte loop there moved 1 byte per lane per access). */
-/* 4 * K4 consecutive bytes per lane, loaded / stored in the widest accesses; K4 = 3 (H = 384 on 32 lanes): words q at
- * p + 128 q, so each access of a warp is 128 contiguous bytes (12 bytes a lane at 12-byte steps took three accesses of
- * 384 bytes each); w_off gives a lane's p */
-template <int K4> __host__ __device__ constexpr int w_off(int lane) { return K4 == 3 ? 4 * lane : 4 * K4 * lane; }
+/* ln_kernel for H = 128 * K4 (K4 = 1, 2, 3, 4, 5, 6, 8): each lane holds 4 * K4 bytes of both
+ * rows in registers (ld_words), sums |x| with __vabsss4 / __dp4a, and stores them in the same
+ * accesses; the same operations per element as ln_kernel (the byte loop there moved 1 byte per
+ * lane per access). */
+/* a lane's 4 * K4 bytes, loaded / stored in the widest accesses that keep each access of a warp's 32 lanes contiguous:
+ * K4 = 4, 8: consecutive (16-byte accesses), K4 = 2: consecutive (8 bytes); K4 = 6 (H = 768): three 8-byte pairs of
+ * words at p + 256 q; K4 = 1, 3, 5 (H = 128, 384, 640): words q at p + 128 q (12 bytes a lane at 12-byte steps had
+ * taken three accesses of 384 bytes each at H = 384); w_off gives a lane's p */
+template <int K4> __host__ __device__ constexpr int w_off(int lane) { return K4 % 4 == 0 ? 4 * K4 * lane : K4 % 2 == 0 ? 8 * lane : 4 * lane; }
+/* whether a lane's words are consecutive (loss_vec_kernel's lanes, embed_vec_kernel with fewer than 32 lanes a row) */
+template <int K4> __host__ __device__ constexpr bool words_consecutive() { return K4 % 4 == 0 || K4 <= 2; }
 template <int K4> __device__ __forceinline__ void ld_words(w4u (&v)[K4], const int8_t *p) {
-    if (K4 == 3) {
+    if (K4 % 2 == 1) {
 #pragma unroll
         for (int q = 0; q < K4; q++) v[q].w = __ldg((const int *)(p + 128 * q));
+    } else if (K4 % 4 == 2 && K4 > 2) {
+#pragma unroll
+        for (int q = 0; q < K4 / 2; q++) {
+            const int2 t = __ldg((const int2 *)(p + 256 * q));
+            v[2 * q].w = t.x; v[2 * q + 1].w = t.y;
+        }
     } else if (K4 >= 4) {
 #pragma unroll
         for (int q = 0; q < K4; q += 4) {
@@ -100,9 +109,12 @@ template <int K4> __device__ __forceinline__ void ld_words(w4u (&v)[K4], const i
     }
 }
 template <int K4> __device__ __forceinline__ void st_words(int8_t *p, const w4u (&v)[K4]) {
-    if (K4 == 3) {
+    if (K4 % 2 == 1) {
 #pragma unroll
         for (int q = 0; q < K4; q++) *(int *)(p + 128 * q) = v[q].w;
+    } else if (K4 % 4 == 2 && K4 > 2) {
+#pragma unroll
+        for (int q = 0; q < K4 / 2; q++) *(int2 *)(p + 256 * q) = make_int2(v[2 * q].w, v[2 * q + 1].w);
     } else if (K4 >= 4) {
 #pragma unroll
         for (int q = 0; q < K4; q += 4) *(int4 *)(p + 4 * q) = make_int4(v[q].w, v[q + 1].w, v[q + 2].w, v[q + 3].w);
@@ -272,7 +284,7 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
 
 /* embed_kernel for H = 4 K4 LPR: LPR lanes a row (32 / LPR rows a warp; a row of 128 or 256 bytes had left a
  * warp's lanes moving 4 or 8 bytes each behind a chain of dependent loads), a lane's 4 K4 bytes in word accesses
- * (K4 = 3 only with LPR = 32: ld_words' words 128 bytes apart).
+ * (K4 = 3, 5, 6 only with LPR = 32: ld_words' words or pairs 128 or 256 bytes apart).
  * LN (K4 = 4: ln16_kernel's lanes): also the first layer's EGG-LN1 of the row into XN (ln16_weights' lw, lnz, lvoff,
  * lwp), so that LN does not read X back */
 template <int K4, int LPR, bool LN = false>
@@ -282,7 +294,7 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
                                  const int8_t *lw, const int8_t *lnz, size_t lvoff, const int8_t *lwp, int8_t *XN) {
     constexpr int H = 4 * K4 * LPR;
     static_assert(!LN || K4 == 4, "the fused LN takes ln16_kernel's 16 bytes a lane");
-    static_assert(K4 != 3 || LPR == 32, "K4 = 3: 32 lanes a row");
+    static_assert(words_consecutive<K4>() || LPR == 32, "K4 = 3, 5, 6: 32 lanes a row");
     const int lane = threadIdx.x & 31, sub = lane % LPR;
     const int row = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) + lane / LPR;
     const bool in = row < rows; /* LN: the lanes of a row past the end still take part in the row sums' shuffles */
@@ -361,7 +373,7 @@ template <int K4>
 __global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
                                 int gbase, int m0, int32_t *scores) {
     constexpr int V = 128 * K4;
-    static_assert(K4 != 3, "a lane's words consecutive");
+    static_assert(words_consecutive<K4>(), "a lane's words consecutive");
     __shared__ uint32_t exp2s[256];
     for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
     __syncthreads();
