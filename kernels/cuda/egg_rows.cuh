@@ -79,8 +79,8 @@ __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t
  * accesses; the same operations per element as ln_kernel (the byte loop there moved 1 byte per
  * lane per access). */
 /* a lane's 4 * K4 bytes, loaded / stored in the widest accesses that keep each access of a warp's 32 lanes contiguous:
- * K4 = 4, 8: consecutive (16-byte accesses), K4 = 2: consecutive (8 bytes); K4 = 6 (H = 768): three 8-byte pairs of
- * words at p + 256 q; K4 = 1, 3, 5 (H = 128, 384, 640): words q at p + 128 q (12 bytes a lane at 12-byte steps had
+ * K4 = 4, 8: consecutive (16-byte accesses); K4 = 2, 6 (H = 256, 768): one or three 8-byte pairs of words at
+ * p + 256 q; K4 = 1, 3, 5 (H = 128, 384, 640): words q at p + 128 q (12 bytes a lane at 12-byte steps had
  * taken three accesses of 384 bytes each at H = 384); w_off gives a lane's p */
 template <int K4> __host__ __device__ constexpr int w_off(int lane) { return K4 % 4 == 0 ? 4 * K4 * lane : K4 % 2 == 0 ? 8 * lane : 4 * lane; }
 /* whether a lane's words are consecutive (loss_vec_kernel's lanes, embed_vec_kernel with fewer than 32 lanes a row) */
@@ -89,39 +89,30 @@ template <int K4> __device__ __forceinline__ void ld_words(w4u (&v)[K4], const i
     if (K4 % 2 == 1) {
 #pragma unroll
         for (int q = 0; q < K4; q++) v[q].w = __ldg((const int *)(p + 128 * q));
-    } else if (K4 % 4 == 2 && K4 > 2) {
+    } else if (K4 % 4 == 2) {
 #pragma unroll
         for (int q = 0; q < K4 / 2; q++) {
             const int2 t = __ldg((const int2 *)(p + 256 * q));
             v[2 * q].w = t.x; v[2 * q + 1].w = t.y;
         }
-    } else if (K4 >= 4) {
+    } else {
 #pragma unroll
         for (int q = 0; q < K4; q += 4) {
             const int4 t = __ldg((const int4 *)(p + 4 * q));
             v[q].w = t.x; v[q + 1].w = t.y; v[q + 2].w = t.z; v[q + 3].w = t.w;
         }
-    } else if (K4 == 2) {
-        const int2 t = __ldg((const int2 *)p);
-        v[0].w = t.x; v[K4 - 1].w = t.y;
-    } else {
-        v[0].w = __ldg((const int *)p);
     }
 }
 template <int K4> __device__ __forceinline__ void st_words(int8_t *p, const w4u (&v)[K4]) {
     if (K4 % 2 == 1) {
 #pragma unroll
         for (int q = 0; q < K4; q++) *(int *)(p + 128 * q) = v[q].w;
-    } else if (K4 % 4 == 2 && K4 > 2) {
+    } else if (K4 % 4 == 2) {
 #pragma unroll
         for (int q = 0; q < K4 / 2; q++) *(int2 *)(p + 256 * q) = make_int2(v[2 * q].w, v[2 * q + 1].w);
-    } else if (K4 >= 4) {
+    } else {
 #pragma unroll
         for (int q = 0; q < K4; q += 4) *(int4 *)(p + 4 * q) = make_int4(v[q].w, v[q + 1].w, v[q + 2].w, v[q + 3].w);
-    } else if (K4 == 2) {
-        *(int2 *)p = make_int2(v[0].w, v[K4 - 1].w);
-    } else {
-        *(int *)p = v[0].w;
     }
 }
 /* P member pairs per warp, every load of the P pairs issued before the first use */
