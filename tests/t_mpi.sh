@@ -304,13 +304,22 @@ stop_case() {
 }
 stop_case_run() {
     local name=$1 np=$2 sig=$3 target=$4 dir=$5 wantrc=$6 p s
-    "${MPI[@]}" -np "$np" "$bin" "${L[@]}" --checkpoint-dir "$dir" --checkpoint-every 10 >"$name.out" 2>&1 &
+    if [ "$target" = mpirun ] && [ "$sig" = TERM ]; then
+        # each rank writes its own output to $name.out.RANK (exec: the shell becomes the rank): mpirun, tearing the
+        # job down after its SIGTERM, can drop the ranks' last lines on their way through it (a CI run lost the
+        # final line of a clean stop that way)
+        "${MPI[@]}" -np "$np" sh -c 'exec "$0" "$@" >"$EGG_STOP_OUT.$OMPI_COMM_WORLD_RANK" 2>&1' "$bin" "${L[@]}" \
+            --checkpoint-dir "$dir" --checkpoint-every 10 >"$name.mpirun" 2>&1 &
+    else
+        "${MPI[@]}" -np "$np" "$bin" "${L[@]}" --checkpoint-dir "$dir" --checkpoint-every 10 >"$name.out" 2>&1 &
+    fi
     mp=$!; LIB_BG="$LIB_BG $mp"
     if ! wait_ckpt "$dir" 40; then fail "$name" "no checkpoint after 40 s"; kill -9 "$mp"; return; fi
     if [ "$target" = mpirun ]; then p=$mp; else p=$(rank_pid "$mp" $((np - 1))); fi
     [ -n "$p" ] || { fail "$name" "cannot find the process to signal"; kill -9 "$mp"; return; }
     kill -"$sig" "$p"
     wait_job "$mp" 30
+    [ -e "$name.out.0" ] && cat "$name.out".[0-9]* "$name.mpirun" >"$name.out"
     # the stop itself may be agreed under any reason; whether rank 0 names the
     # signal another rank got is checked apart (mpi_stop_reason_agreed)
     if [ "$target" = rank ]; then why='[^)]*'; else why="SIG$sig"; fi
@@ -335,7 +344,7 @@ stop_case mpi_sigusr1_mpirun 2 USR1 mpirun ck_u1 0
 # odls_base_sigkill_timeout (1 s), SIGKILL after as long again, and exits 1
 # itself even when every rank stopped cleanly; so here we assert the clean stop
 # (final line, checkpoint, exact model) and not mpirun's exit status.
-stop_case mpi_sigterm_mpirun 2 TERM mpirun ck_t2 any
+EGG_STOP_OUT=$W/mpi_sigterm_mpirun.out stop_case mpi_sigterm_mpirun 2 TERM mpirun ck_t2 any
 
 # ------------------------------------------------------- launch/ scripts
 fake=$W/fakebin; mkdir -p "$fake/cuda" "$fake/rocm" "$fake/none"
