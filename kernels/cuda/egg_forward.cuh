@@ -202,6 +202,12 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
                     const int smd = mmd_smem_bytes(), td = a.mtn * (a.ntn >> 1), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
                     if (a.r) mmd_kernel<1, 0, MODE_PLAIN><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else mmd_kernel<0, 0, MODE_PLAIN><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                } else if (mode == MODE_PLAIN && a.K > 512 && c->mmd > 1 && c->mmd1p) {
+                    /* K > 512 with N an odd multiple of 128 (Wf·x, Wh·x at hidden 640): 128 x 128 tiles, a row block's
+                     * tiles on adjacent CTAs (EGG_CUDA_MMD1P=0: mmw_kernel) */
+                    const int smd = mmd_smem_bytes(1, 1), td = a.mtn * a.ntn, nd = td < c->mmw_ctas ? td : c->mmw_ctas;
+                    if (a.r) mmd_kernel<1, 0, MODE_PLAIN, 1><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
+                    else mmd_kernel<0, 0, MODE_PLAIN, 1><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                 } else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift == 8)
                     mmw_kernel<MODE_PLAIN, 1, 2, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN && a.r && a.K <= 256 && a.s == 8 && a.pshift > 8)
