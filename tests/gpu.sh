@@ -16,6 +16,7 @@ finish() {
   exit $?
 }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+gtl=${EGG_GPU_TEST_TIMEOUT:-300} # seconds a config's GPU run may take (each takes a few)
 
 # deterministic English-ish corpus, plus a token file with an odd vocabulary
 python3 - "$T" <<'PY'
@@ -258,8 +259,11 @@ for gb in $gpus; do
     rm -f "$T/s_cpu" "$T/s_gpu"
     # shellcheck disable=SC2086
     $BIN $common --backend cpu --dump-scores "$T/s_cpu" >"$T/o_cpu" 2>&1; rc1=$?
+    # a GPU run that does not end within EGG_GPU_TEST_TIMEOUT seconds (a kernel that never finishes: a pipeline waiting
+    # for a stage nobody fills) fails its config instead of stalling the suite
     # shellcheck disable=SC2086
-    env $genv $BIN $common --backend "$gb" --dump-scores "$T/s_gpu" >"$T/o_gpu" 2>&1; rc2=$?
+    env $genv timeout -k 10 "$gtl" $BIN $common --backend "$gb" --dump-scores "$T/s_gpu" >"$T/o_gpu" 2>&1; rc2=$?
+    if [ $rc2 -eq 124 ] || [ $rc2 -eq 137 ]; then bad "$gb-$name" "the $gb run did not end within $gtl s (EGG_GPU_TEST_TIMEOUT): a hung kernel?"; continue; fi
     if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ]; then bad "$gb-$name" "exit codes cpu=$rc1 $gb=$rc2: $(tail -1 "$T/o_gpu")"; continue; fi
     if ! cmp -s "$T/s_cpu" "$T/s_gpu"; then
       bad "$gb-$name-scores" "per-member scores differ: $(python3 -c "
