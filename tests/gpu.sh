@@ -62,7 +62,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # 8192 members, at most 4); the "parts" configs force it at small populations.
 # (Uf, Uh resident in shared memory, 64-member row blocks; 8704 members = 136
 # blocks on 132 SMs), EGG_CUDA_RCHUNK=0 and every other shape use two GEMMs per timestep;
-# EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow (at hidden 384 and 640 words
+# EGG-LN, the embedding and the loss use wide accesses where hidden / vocab allow (at hidden 384, 640 and 896 words
 # 128 bytes apart, at 768 8-byte pairs 256 bytes apart; EGG_CUDA_LNVEC=0: the byte-per-lane kernels); the members' perturbed LN weights are computed
 # once per step (EGG_CUDA_LNPERT=0: inside the LN kernels). Perturbation shifts 4 and 10
 # (sigma-shift 0 and 6) in the rank-1 epilogues of the persistent GEMM and the fused recurrence;
@@ -205,6 +205,8 @@ configs=(
   "h640-r2-ln-embedding-words-128-apart-vectors-in-kernels|--hidden 640 --layers 1 --rank 2 --pop 130 --seq 4|EGG_CUDA_LNPERT=0"
   "h768-r1-sigma0-ln-embedding-pairs-256-apart|--hidden 768 --layers 2 --rank 1 --pop 66 --seq 5 --sigma-shift 0"
   "h768-r3-byte-ln-embedding|--hidden 768 --layers 1 --rank 3 --pop 34 --seq 4|EGG_CUDA_LNVEC=0"
+  "h896-r1-ln-embedding-words-128-apart-k896-128-column-tiles|--hidden 896 --layers 1 --rank 1 --pop 34 --seq 4"
+  "h896-r2-sigma5-ln-embedding-words-vectors-in-kernels|--hidden 896 --layers 1 --rank 2 --pop 34 --seq 4 --sigma-shift 5|EGG_CUDA_LNPERT=0"
 )
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)
   sel=(); for cfg in "${configs[@]}"; do [[ ${cfg%%|*} =~ $GPU_ONLY ]] && sel+=("$cfg"); done; configs=("${sel[@]}")

@@ -385,7 +385,7 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
 }
 
 /* EGG-LN of `rows` rows [time][n members] with LN weight tensor `id`: a warp per
- * two rows, the wide-access kernels where H is 128, 256, 384, 512, 640, 768 or 1024 */
+ * two rows, the wide-access kernels where H is a multiple of 128 (--hidden allows up to 1024) */
 static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, const int8_t *nz, const int8_t *lnp, int8_t *Y, egg_err *err) {
     const int wpb = 8, nb = ((rows + 1) / 2 + wpb - 1) / wpb, H = c->H;
     const size_t vo = c->noff[id];
@@ -394,13 +394,14 @@ static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, cons
     const int np = (rows + 1) / 2;
 #define LNV(K4, P) ln_vec_kernel<K4, P><<<(np + wpb * P - 1) / (wpb * P), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
 #define LN16(LPR) ln16_kernel<LPR><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
-    switch (c->ln_vec ? H : 0) { /* 16 bytes a lane; at 384 12, at 640 20, at 768 24, at 1024 32 */
+    switch (c->ln_vec ? H : 0) { /* 16 bytes a lane; at 384 12, at 640 20, at 768 24, at 896 28, at 1024 32 */
     case 128: LN16(8); break;
     case 256: LN16(16); break;
     case 384: LNV(3, 2); break;
     case 512: LN16(32); break;
     case 640: LNV(5, 1); break;
     case 768: LNV(6, 1); break;
+    case 896: LNV(7, 1); break;
     case 1024: LNV(8, 1); break;
     default: ln_kernel<<<nb, 32 * wpb, 0, c->st>>>(rows, n, H, X, w, nz, c->pstride, vo, c->pshift, wp, Y); break;
     }
@@ -522,6 +523,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         else if (c->ln_vec && H == 640) EMBV(5, 32, false);
         else if (c->ln_vec && H == 768) EMBV(6, 32, false);
         else if (c->ln_vec && H == 1024) EMBV(8, 32, false);
+        else if (c->ln_vec && H == 896) EMBV(7, 32, false);
         else
         embed_kernel<<<rbt, 32 * wpb, 0, c->st>>>(rows, n, H, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,
                                                   tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz,

@@ -74,13 +74,13 @@ __global__ void ln_kernel(int rows, int nm, int H, const int8_t *X, const int8_t
     }
 }
 
-/* ln_kernel for H = 128 * K4 (K4 = 1, 2, 3, 4, 5, 6, 8): each lane holds 4 * K4 bytes of both
+/* ln_kernel for H = 128 * K4 (K4 = 1 .. 8): each lane holds 4 * K4 bytes of both
  * rows in registers (ld_words), sums |x| with __vabsss4 / __dp4a, and stores them in the same
  * accesses; the same operations per element as ln_kernel (the byte loop there moved 1 byte per
  * lane per access). */
 /* a lane's 4 * K4 bytes, loaded / stored in the widest accesses that keep each access of a warp's 32 lanes contiguous:
  * K4 = 4, 8: consecutive (16-byte accesses); K4 = 2, 6 (H = 256, 768): one or three 8-byte pairs of words at
- * p + 256 q; K4 = 1, 3, 5 (H = 128, 384, 640): words q at p + 128 q (12 bytes a lane at 12-byte steps had
+ * p + 256 q; odd K4 (H = 128, 384, 640, 896): words q at p + 128 q (12 bytes a lane at 12-byte steps had
  * taken three accesses of 384 bytes each at H = 384); w_off gives a lane's p */
 template <int K4> __host__ __device__ constexpr int w_off(int lane) { return K4 % 4 == 0 ? 4 * K4 * lane : K4 % 2 == 0 ? 8 * lane : 4 * lane; }
 /* whether a lane's words are consecutive (loss_vec_kernel's lanes, embed_vec_kernel with fewer than 32 lanes a row) */
@@ -275,7 +275,7 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
 
 /* embed_kernel for H = 4 K4 LPR: LPR lanes a row (32 / LPR rows a warp; a row of 128 or 256 bytes had left a
  * warp's lanes moving 4 or 8 bytes each behind a chain of dependent loads), a lane's 4 K4 bytes in word accesses
- * (K4 = 3, 5, 6 only with LPR = 32: ld_words' words or pairs 128 or 256 bytes apart).
+ * (K4 = 3, 5, 6, 7 only with LPR = 32: ld_words' words or pairs 128 or 256 bytes apart).
  * LN (K4 = 4: ln16_kernel's lanes): also the first layer's EGG-LN1 of the row into XN (ln16_weights' lw, lnz, lvoff,
  * lwp), so that LN does not read X back */
 template <int K4, int LPR, bool LN = false>
@@ -285,7 +285,7 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
                                  const int8_t *lw, const int8_t *lnz, size_t lvoff, const int8_t *lwp, int8_t *XN) {
     constexpr int H = 4 * K4 * LPR;
     static_assert(!LN || K4 == 4, "the fused LN takes ln16_kernel's 16 bytes a lane");
-    static_assert(words_consecutive<K4>() || LPR == 32, "K4 = 3, 5, 6: 32 lanes a row");
+    static_assert(words_consecutive<K4>() || LPR == 32, "K4 = 3, 5, 6, 7: 32 lanes a row");
     const int lane = threadIdx.x & 31, sub = lane % LPR;
     const int row = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * (32 / LPR) + lane / LPR;
     const bool in = row < rows; /* LN: the lanes of a row past the end still take part in the row sums' shuffles */
