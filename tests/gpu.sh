@@ -79,8 +79,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # takes 128 x 256 tiles and with N an odd multiple of 128 (hidden 384, 640; since v125) 128 x 128 ones (mmd_kernel;
 # EGG_CUDA_WIDE=1: only at N = 256, mmw_kernel's 128 x 128 tiles elsewhere),
 # at K > 2048 (hidden 768, 1024) with the rank-1 products t A in 64 bits (EGG_CUDA_WIDE=1: mm_kernel there); the
-# PLAIN GEMMs with K > 512 take those tiles too, 128 x 128 ones where N is an odd multiple of 128 (Wf, Wh at hidden
-# 640; EGG_CUDA_MMD1P=0 or EGG_CUDA_WIDE=1: mmw_kernel); at hidden 768 and
+# PLAIN GEMMs with K > 512 take those tiles too, 128 x 128 ones where N is an odd multiple of 128 (EGG_CUDA_MMD1P=0 or
+# EGG_CUDA_WIDE=1: mmw_kernel); from N = 640 (hidden 640, 896: Wf, Wh, down) 128 x 256 tiles whose last one's second
+# half lies past N (EGG_CUDA_MMDODD=0: the 128 x 128 ones); at hidden 768 and
 # wider the per-timestep recurrence runs them with gate and mix passes (every rank since v126; EGG_CUDA_RSPLIT=0: GEMMs
 # whose epilogues gate and mix, as at hidden 640). At hidden 384
 # and 512 (rank 1-4; rank 2-4 since v122) the recurrence runs per chunk over clusters of H / 128 CTAs exchanging each phase's bytes
@@ -197,7 +198,7 @@ configs=(
   "h384-r1-k384-row-blocks-3ctas|--hidden 384 --layers 2 --rank 1 --pop 384 --seq 6|EGG_CUDA_MMP=3"
   "h384-r1-sigma5-down-tile-at-a-time|--hidden 384 --layers 1 --rank 1 --pop 256 --seq 5 --sigma-shift 5|EGG_CUDA_WIDE=1"
   "h640-r1-down-k2560-64-bit-128-column-tiles|--hidden 640 --layers 1 --rank 1 --pop 128 --seq 4"
-  "h640-r1-wf-wh-k640-128-column-tiles-3ctas|--hidden 640 --layers 1 --rank 1 --pop 256 --seq 4|EGG_CUDA_MMP=3"
+  "h640-r1-wf-wh-down-128-column-tiles-3ctas|--hidden 640 --layers 1 --rank 1 --pop 256 --seq 4|EGG_CUDA_MMP=3 EGG_CUDA_MMDODD=0"
   "h640-r1-sigma5-recurrence-split-k640-128-column-tiles|--hidden 640 --layers 2 --rank 1 --pop 130 --seq 5 --sigma-shift 5|EGG_CUDA_RSPLIT=2"
   "h384-r2-vectors-in-kernels-recurrence-per-timestep|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 5|EGG_CUDA_LNPERT=0"
   "h640-r2-recurrence-gate-mix-epilogues-rank-2|--hidden 640 --layers 1 --rank 2 --pop 128 --seq 4"

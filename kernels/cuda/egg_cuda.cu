@@ -195,6 +195,8 @@ struct CudaImpl {
                                * EGG_CUDA_WIDE=0: mmw_kernel; =1: mmd_kernel at N = 256 only) */
     bool mmd1p;               /* and the PLAIN GEMMs with K > 512 and N an odd multiple of 128 (hidden 640) in its 128 x 128 tiles
                                * (EGG_CUDA_MMD1P=0: mmw_kernel) */
+    bool mmdodd;              /* N an odd multiple of 128 from 640 in 128 x 256 tiles, the last one's second half past N (mmd_odd2;
+                               * EGG_CUDA_MMDODD=0: 128 x 128 tiles) */
     bool mmx;                 /* the K <= 256 PLAIN GEMMs with W's permuted copy in mmx_kernel (whole row blocks; EGG_CUDA_XRES=0: mmw_kernel) */
     bool mmx512;              /* and the K = 384 and 512 ones (one X buffer a CTA; EGG_CUDA_MMX512=0: mmw_kernel) */
     bool rgemm;               /* rank 2-4 in mmx_kernel and mmd_kernel, x . B_j from xb_kernel (EGG_CUDA_RGEMM=0: mm_kernel) */
@@ -1286,8 +1288,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 CK(cudaFuncSetAttribute(mmd_kernel<1, 0, MODE_PLAIN, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(1, 1)));
                 CK(cudaFuncSetAttribute(mmd_kernel<0, 0, MODE_PLAIN, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(1, 1)));
             }
-            const char *e1p = getenv("EGG_CUDA_MMD1P");
+            const char *e1p = getenv("EGG_CUDA_MMD1P"), *eod = getenv("EGG_CUDA_MMDODD");
             c->mmd1p = !(e1p && atoi(e1p) == 0);
+            c->mmdodd = !(eod && atoi(eod) == 0);
             { /* rank 2-4 in mmx_kernel and mmd_kernel */
                 const char *eg = getenv("EGG_CUDA_RGEMM"), *em = getenv("EGG_CUDA_FMLPR");
                 c->rgemm = !(eg && atoi(eg) == 0) && (size_t)mmx_smem_bytes(0, 4) <= prop.sharedMemPerBlockOptin &&

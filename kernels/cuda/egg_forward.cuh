@@ -38,6 +38,11 @@ static int xb_run(CudaImpl *c, int R, int nm, int M, int K, const int8_t *X, int
     prof_mark(c, P_XB);
     return 0;
 }
+/* mmd_kernel's 128 x 256 tiles where N is an odd multiple of 128 from 640 (hidden 640, 896: Wf, Wh, down), the row block's
+ * last tile's second half past N (its W rows zeros, its epilogue skipped): a sixth or less of the MMAs wasted, against
+ * reloading the row block's X and B rows for every 128 columns (EGG_CUDA_MMDODD=0: 128 x 128 tiles; at 384, a quarter
+ * wasted, measured even, they stay) */
+static bool mmd_odd2(const CudaImpl *c, int N) { return c->mmdodd && N % (2 * BN) == BN && N >= 5 * BN; }
 /* the PLAIN GEMMs that mmx_kernel takes in whole row blocks, every rank: K = 128, 256, and 384, 512 (one X buffer a
  * CTA; EGG_CUDA_MMX512=0: not those) */
 static bool mmx_takes(const CudaImpl *c, int K) { return c->mmx && (K == 128 || K == 256 || ((K == 384 || K == 512) && c->mmx512)); }
@@ -55,7 +60,7 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
     if ((al & 15) || a.N % BN || a.K % BK || a.wrap <= 0 || a.wrap % (BM / 2) || a.M % (2 * a.wrap) || a.pstride >= ((size_t)1 << 31)) return 0;
     const bool mx = mode == MODE_PLAIN && mmx_takes(c, a.K);
     /* mmd_kernel: 128 x 256 tiles, or where N is an odd multiple of 128 (down at hidden 128 and 384) 128 x 128 (nh 1) */
-    const int nh = a.N % (2 * BN) == 0 ? 2 : 1;
+    const int nh = a.N % (2 * BN) == 0 || mmd_odd2(c, a.N) ? 2 : 1;
     const bool md = !mx && c->mmd && (nh == 2 || c->mmd > 1) &&
                     ((mode == MODE_RESID && (a.N == 2 * BN || c->mmd > 1)) || (mode == MODE_PLAIN && a.K > 512 && c->mmd > 1));
     if (!mx && !md) return 0;
@@ -89,7 +94,7 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
 #undef MXR_K
 #undef MXR_GO
     } else { /* p in 64 bits where K > 512 */
-        const int td = a.mtn * (a.ntn / nh), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
+        const int td = a.mtn * ((a.ntn + nh - 1) / nh), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
 #define MDR_GO(RR, W, M, NH) mmd_kernel<RR, W, M, NH><<<nd, MX_THREADS, mmd_smem_bytes(RR, NH), c->st>>>(a, tmx, tmw, tmn, tmn)
 #define MDR_N(RR, W, M) (nh == 2 ? MDR_GO(RR, W, M, 2) : MDR_GO(RR, W, M, 1))
 #define MDR_M(RR, W) (mode == MODE_RESID ? MDR_N(RR, W, MODE_RESID) : MDR_N(RR, W, MODE_PLAIN))
@@ -197,14 +202,14 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
                     else MMX_GO(2, 0);
 #undef MMX_GO
                     *both = dual;
-                } else if (mode == MODE_PLAIN && a.K > 512 && a.N % (2 * BN) == 0 && c->mmd > 1) {
-                    /* K > 512 (hidden 768, 1024): 128 x 256 tiles, a row block's X and B rows once per 256 columns */
-                    const int smd = mmd_smem_bytes(), td = a.mtn * (a.ntn >> 1), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
+                } else if (mode == MODE_PLAIN && a.K > 512 && (a.N % (2 * BN) == 0 || mmd_odd2(c, a.N)) && c->mmd > 1) {
+                    /* K > 512 (hidden 640-1024): 128 x 256 tiles, a row block's X and B rows once per 256 columns */
+                    const int smd = mmd_smem_bytes(), td = a.mtn * ((a.ntn + 1) >> 1), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
                     if (a.r) mmd_kernel<1, 0, MODE_PLAIN><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else mmd_kernel<0, 0, MODE_PLAIN><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                 } else if (mode == MODE_PLAIN && a.K > 512 && c->mmd > 1 && c->mmd1p) {
-                    /* K > 512 with N an odd multiple of 128 (Wf·x, Wh·x at hidden 640): 128 x 128 tiles, a row block's
-                     * tiles on adjacent CTAs (EGG_CUDA_MMD1P=0: mmw_kernel) */
+                    /* K > 512 with N an odd multiple of 128 (Wf·x, Wh·x at hidden 640 and 896 with EGG_CUDA_MMDODD=0): 128 x 128
+                     * tiles, a row block's tiles on adjacent CTAs (EGG_CUDA_MMD1P=0: mmw_kernel) */
                     const int smd = mmd_smem_bytes(1, 1), td = a.mtn * a.ntn, nd = td < c->mmw_ctas ? td : c->mmw_ctas;
                     if (a.r) mmd_kernel<1, 0, MODE_PLAIN, 1><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else mmd_kernel<0, 0, MODE_PLAIN, 1><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
@@ -214,14 +219,15 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
                     mmw_kernel<MODE_PLAIN, 1, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN && a.r) mmw_kernel<MODE_PLAIN, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN) mmw_kernel<MODE_PLAIN, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
-                else if (mode == MODE_RESID && a.N % (2 * BN) == 0 && (a.N == 2 * BN || c->mmd > 1) && c->mmd) {
+                else if (mode == MODE_RESID && (a.N % (2 * BN) == 0 || (mmd_odd2(c, a.N) && c->mmd > 1)) && (a.N == 2 * BN || c->mmd > 1) && c->mmd) {
                     /* 128 x 256 tiles: a row block's X and B rows once per 256 columns */
-                    const int smd = mmd_smem_bytes(), td = a.mtn * (a.ntn >> 1), nx = td < c->mmw_ctas ? td : c->mmw_ctas;
+                    const int smd = mmd_smem_bytes(), td = a.mtn * ((a.ntn + 1) >> 1), nx = td < c->mmw_ctas ? td : c->mmw_ctas;
                     if (p64) mmd_kernel<1, 1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else if (a.r) mmd_kernel<1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else mmd_kernel<0><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                 } else if (mode == MODE_RESID && c->mmd > 1) {
-                    /* N an odd multiple of 128 (down at hidden 384, 640): 128 x 128 tiles, a row block's tiles adjacent */
+                    /* N an odd multiple of 128 (down at hidden 384; 640 and 896 with EGG_CUDA_MMDODD=0): 128 x 128 tiles, a row
+                     * block's tiles adjacent */
                     const int smd = mmd_smem_bytes(1, 1), td = a.mtn * a.ntn, nx = td < c->mmw_ctas ? td : c->mmw_ctas;
                     if (p64) mmd_kernel<1, 1, MODE_RESID, 1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
                     else if (a.r) mmd_kernel<1, 0, MODE_RESID, 1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);

@@ -444,7 +444,8 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmx_kernel(TMA_GEMM_PARAMS, con
  * A warpgroup's 64 rows: two m64n128k32 (the W halves) and one m64n32k32 (its pairs' B rows) per k32, 144
  * accumulators (setmaxnreg gives the consumers the producer warpgroup's registers). Same MMAs and epilogue
  * (wg_frag_direct, once per half) as mmw_kernel. With N an odd multiple of 128 (down at hidden 128 at rank 2-4, at
- * hidden 384 and 640 at every rank): NH = 1 half, tiles of 128 x 128. */
+ * hidden 384 at every rank): NH = 1 half, tiles of 128 x 128; from N = 640 (mmd_odd2) NH = 2, the row block's last
+ * tile's second half past N: its W rows come as zeros (TMA's out-of-bounds fill), its epilogue is skipped. */
 #define MD_STAGES 6
 /* X, W (NH 128-row halves), B: 28 KB (20 KB with one half); at rank R >= 2 no B (T from xb_kernel): 24 KB (16 KB) */
 __host__ __device__ constexpr int mmd_stage_bytes(int R = 1, int NH = 2) { return (BM + NH * BN + (R >= 2 ? 0 : BM / 2)) * BK; }
@@ -466,13 +467,15 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
     const unsigned sb = (unsigned)__cvta_generic_to_shared(St);
     const uint64_t dx0 = wg_desc(sb + w * 64 * BK), dw0 = wg_desc(sb + BM * BK), dw1 = wg_desc(sb + (BM + BN) * BK),
                    db0 = wg_desc(sb + (BM + NH * BN + w * 32) * BK);
-    const int P = NH == 2 ? a.ntn >> 1 : a.ntn; /* tiles of NH 128 columns a row block */
+    const int P = NH == 2 ? (a.ntn + 1) >> 1 : a.ntn; /* tiles of NH 128 columns a row block (odd N: the last tile's second half
+                                                       * past N, its W rows zeros by TMA, its epilogue skipped) */
     for (int it = 0; it < mine; it++) {
         const int g = (int)blockIdx.x + it * (int)gridDim.x, m0 = (g / P) * BM, n0 = (g - (g / P) * P) * NH * BN;
         int4 ot[2][4] = {}; /* RESID: the residual of both halves, loading under the tile's MMAs (wg_frag_direct's store order) */
         if (MODE == MODE_RESID)
 #pragma unroll
-            for (int h = 0; h < NH; h++) frag_direct_resid(a, m0, n0 + h * BN, warp, gid, tig, ot[h]);
+            for (int h = 0; h < NH; h++)
+                if (h == 0 || n0 + BN < a.N) frag_direct_resid(a, m0, n0 + h * BN, warp, gid, tig, ot[h]);
         if (R >= 2) load_tr(a, m0, warp, gid, tr);
         for (int kt = 0; kt < KT; kt++) {
             mbar_wait(full + st, ph);
@@ -492,7 +495,10 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
         if constexpr (R >= 2) { /* W: p in 64 bits (K > 512) */
             mbar_wait(afull, (unsigned)it & 1);
             wg_frag_direct_r<MODE, R, W != 0>(a, d0, As, tr, m0, n0, warp, gid, tig, ot[0], aempty, a.Y);
-            if (NH == 2) wg_frag_direct_r<MODE, R, W != 0>(a, d1, As + R * (BM / 2) * BN, tr, m0, n0 + BN, warp, gid, tig, ot[1], aempty, a.Y);
+            if (NH == 2) {
+                if (n0 + BN < a.N) wg_frag_direct_r<MODE, R, W != 0>(a, d1, As + R * (BM / 2) * BN, tr, m0, n0 + BN, warp, gid, tig, ot[1], aempty, a.Y);
+                else mbar_arrive(aempty); /* the half past N: its A rows released unread */
+            }
             continue;
         }
         int *tsp = ts + (it & 1) * BM;
@@ -502,7 +508,10 @@ __device__ __forceinline__ void mmd_consume(const MMArgs &a, const int8_t *St, c
         }
         const int8_t *Ab = As + (it & 1) * 2 * (BM / 2) * BN;
         wg_frag_direct<MODE, R, W ? 4 : 0>(a, d0, Ab, tsp, m0, n0, warp, gid, tig, ot[0], aempty + (it & 1), a.Y);
-        if (NH == 2) wg_frag_direct<MODE, R, W ? 4 : 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, n0 + BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
+        if (NH == 2) {
+            if (n0 + BN < a.N) wg_frag_direct<MODE, R, W ? 4 : 0>(a, d1, Ab + (BM / 2) * BN, tsp, m0, n0 + BN, warp, gid, tig, ot[1], aempty + (it & 1), a.Y);
+            else if (R > 0) mbar_arrive(aempty + (it & 1)); /* the half past N: its A rows released unread */
+        }
     }
 }
 #endif
@@ -529,7 +538,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mmd_kernel(TMA_GEMM_PARAMS) {
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    const int KT = (a.K + BK - 1) / BK, G = (int)gridDim.x, P = NH == 2 ? a.ntn >> 1 : a.ntn, ntiles = a.mtn * P;
+    const int KT = (a.K + BK - 1) / BK, G = (int)gridDim.x, P = NH == 2 ? (a.ntn + 1) >> 1 : a.ntn, ntiles = a.mtn * P;
     const int kta = KT > MD_STAGES ? MD_STAGES : KT - 1; /* rank 2-4: the k-step whose load brings the tile's A rows */
     const int mine = (int)blockIdx.x < ntiles ? (ntiles - 1 - (int)blockIdx.x) / G + 1 : 0; /* this CTA's tiles */
     if (warp >= 8) { /* producer: one thread walks the tiles' k-steps */
