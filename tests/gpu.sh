@@ -208,6 +208,7 @@ configs=(
   "h768-r3-byte-ln-embedding|--hidden 768 --layers 1 --rank 3 --pop 34 --seq 4|EGG_CUDA_LNVEC=0"
   "h896-r1-ln-embedding-words-128-apart-k896-128-column-tiles|--hidden 896 --layers 1 --rank 1 --pop 34 --seq 4"
   "h896-r2-sigma5-ln-embedding-words-vectors-in-kernels|--hidden 896 --layers 1 --rank 2 --pop 34 --seq 4 --sigma-shift 5|EGG_CUDA_LNPERT=0"
+  "h640-r4-odd-n-256-column-tiles-rank-4-3ctas|--hidden 640 --layers 1 --rank 4 --pop 256 --seq 4|EGG_CUDA_MMP=3"
 )
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)
   sel=(); for cfg in "${configs[@]}"; do [[ ${cfg%%|*} =~ $GPU_ONLY ]] && sel+=("$cfg"); done; configs=("${sel[@]}")
