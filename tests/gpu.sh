@@ -85,7 +85,9 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # wider the per-timestep recurrence runs them with gate and mix passes (every rank since v126; EGG_CUDA_RSPLIT=0: GEMMs
 # whose epilogues gate and mix, as at hidden 640). At hidden 384
 # and 512 (rank 1-4; rank 2-4 since v122) the recurrence runs per chunk over clusters of H / 128 CTAs exchanging each phase's bytes
-# (rclus_kernel; EGG_CUDA_RCLUS=0: two GEMMs per timestep, =n: n clusters, so that each walks many row blocks).
+# (rclus_kernel; EGG_CUDA_RCLUS=0: two GEMMs per timestep, =n: n clusters, so that each walks many row blocks); at
+# hidden 640 at rank 2-3 over clusters of 5 CTAs whose h and g share one buffer, overwritten once every warp of the
+# cluster has arrived on a read-done mbarrier (EGG_CUDA_RCLUS640=0: per timestep, =2: at rank 0-3).
 # At rank 2-4 (hidden 128/256) the chunk recurrence is rreg_kernel with the generic epilogue (at sigma-shift 4 the
 # dp2a form of epi_quad_r8, as the persistent GEMMs' and the fused MLP's there), its A values from
 # global memory (EGG_CUDA_RREG=0: two GEMMs per timestep). At rank 2-4 with members a multiple of 128 the PLAIN GEMMs
@@ -201,7 +203,7 @@ configs=(
   "h640-r1-wf-wh-down-128-column-tiles-3ctas|--hidden 640 --layers 1 --rank 1 --pop 256 --seq 4|EGG_CUDA_MMP=3 EGG_CUDA_MMDODD=0"
   "h640-r1-sigma5-recurrence-split-k640-128-column-tiles|--hidden 640 --layers 2 --rank 1 --pop 130 --seq 5 --sigma-shift 5|EGG_CUDA_RSPLIT=2"
   "h384-r2-vectors-in-kernels-recurrence-per-timestep|--hidden 384 --layers 1 --rank 2 --pop 256 --seq 5|EGG_CUDA_LNPERT=0"
-  "h640-r2-recurrence-gate-mix-epilogues-rank-2|--hidden 640 --layers 1 --rank 2 --pop 128 --seq 4"
+  "h640-r2-recurrence-gate-mix-epilogues-rank-2|--hidden 640 --layers 1 --rank 2 --pop 128 --seq 4|EGG_CUDA_RCLUS640=0"
   "h768-r4-recurrence-split-rank-4|--hidden 768 --layers 1 --rank 4 --pop 128 --seq 4"
   "h640-r2-ln-embedding-words-128-apart-vectors-in-kernels|--hidden 640 --layers 1 --rank 2 --pop 130 --seq 4|EGG_CUDA_LNPERT=0"
   "h768-r1-sigma0-ln-embedding-pairs-256-apart|--hidden 768 --layers 2 --rank 1 --pop 66 --seq 5 --sigma-shift 0"
@@ -209,6 +211,9 @@ configs=(
   "h896-r1-ln-embedding-words-128-apart-k896-128-column-tiles|--hidden 896 --layers 1 --rank 1 --pop 34 --seq 4"
   "h896-r2-sigma5-ln-embedding-words-vectors-in-kernels|--hidden 896 --layers 1 --rank 2 --pop 34 --seq 4 --sigma-shift 5|EGG_CUDA_LNPERT=0"
   "h640-r4-odd-n-256-column-tiles-rank-4-3ctas|--hidden 640 --layers 1 --rank 4 --pop 256 --seq 4|EGG_CUDA_MMP=3"
+  "h640-r1-recurrence-cluster-5-ctas-one-hg-buffer-2-clusters-chunked|--hidden 640 --layers 2 --rank 1 --pop 258 --seq 6 --data $T/t.bin|EGG_CUDA_RCLUS640=2 EGG_CUDA_RCLUS=2 EGG_CUDA_TCHUNK=3"
+  "h640-r3-sigma0-recurrence-cluster-rank-3|--hidden 640 --layers 1 --rank 3 --pop 130 --seq 5 --sigma-shift 0"
+  "h640-r2-recurrence-cluster-rank-2-2-clusters|--hidden 640 --layers 2 --rank 2 --pop 384 --seq 5|EGG_CUDA_RCLUS=2"
 )
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)
   sel=(); for cfg in "${configs[@]}"; do [[ ${cfg%%|*} =~ $GPU_ONLY ]] && sel+=("$cfg"); done; configs=("${sel[@]}")

@@ -429,11 +429,14 @@ static bool rec_chunked(const CudaImpl *c, bool noisy) {
     return false;
 #endif
 }
-/* the chunk recurrence over a cluster (rclus_kernel): H = 384 and 512, rank 0-4 */
+/* the chunk recurrence over a cluster (rclus_kernel): H = 384 and 512, rank 0-4; H = 640 (clusters of 5, h and g in one
+ * buffer) at rank 2-3, where the per-timestep GEMMs run the generic epilogue (rank 4's partial sums do not fit beside the
+ * 160 KB of Uf, Uh rows; at rank 1 and without noise the per-timestep GEMMs that gate and mix measured faster;
+ * EGG_CUDA_RCLUS640=2: rank 0-3, the tests) */
 static bool rec_clustered(const CudaImpl *c, bool noisy) {
 #ifdef EGG_MMP
-    (void)noisy;
-    return c->rclus && (c->H == 512 || c->H == 384);
+    const bool r640 = c->rclus640 >= 2 ? !noisy || c->r <= 3 : noisy && c->r >= 2 && c->r <= 3;
+    return c->rclus && (c->H == 512 || c->H == 384 || (c->H == 640 && c->rclus_ncl[2] > 0 && r640));
 #else
     (void)c; (void)noisy;
     return false;
@@ -468,13 +471,14 @@ struct RclusLaunch {
 template <int H> static size_t rclus_smem_r(int R) {
     return (size_t)(R <= 1 ? rclus_smem_bytes<H, 1>() : R == 2 ? rclus_smem_bytes<H, 2>() : R == 3 ? rclus_smem_bytes<H, 3>() : rclus_smem_bytes<H, 4>());
 }
+static int rclus_i(int H) { return H == 640 ? 2 : H == 512 ? 1 : 0; } /* rclus_ncl's index */
 static void rclus_launch(RclusLaunch *r, int H, int R, int ncl, cudaStream_t st) {
     memset(r, 0, sizeof *r);
-    const int cn = H == 512 ? rclus_ctas<512>() : rclus_ctas<384>();
+    const int cn = H / 128;
     r->at.id = cudaLaunchAttributeClusterDimension;
     r->at.val.clusterDim.x = (unsigned)cn; r->at.val.clusterDim.y = 1; r->at.val.clusterDim.z = 1;
     r->lc.gridDim = dim3((unsigned)(cn * ncl)); r->lc.blockDim = dim3(RCL_THREADS); r->lc.stream = st;
-    r->lc.dynamicSmemBytes = H == 512 ? rclus_smem_r<512>(R) : rclus_smem_r<384>(R);
+    r->lc.dynamicSmemBytes = H == 640 ? rclus_smem_r<640>(R) : H == 512 ? rclus_smem_r<512>(R) : rclus_smem_r<384>(R);
     r->lc.attrs = &r->at; r->lc.numAttrs = 1;
 }
 #endif
@@ -590,7 +594,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             if (clustered) {
                 const RecChunk rc2 = rec_args(c, x, l, nz, lnp, Hl, tc, true);
                 const int nrb = (n + RBM - 1) / RBM;
-                int ncl = c->rclus_ncl[H == 512];
+                int ncl = c->rclus_ncl[rclus_i(H)];
                 if (c->rclus >= 2 && c->rclus < ncl) ncl = c->rclus; /* EGG_CUDA_RCLUS=n: n clusters (tests) */
                 if (ncl > nrb) ncl = nrb;
                 const int rr = nz ? c->r : 0;
@@ -604,7 +608,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     else rank_go(rr, [&](auto r2) { le = cudaLaunchKernelEx(&rl.lc, rclus_kernel<HH, decltype(r2)::value>, rc2); });
                 };
                 if (H == 512) go(std::integral_constant<int, 512>{});
-                else go(std::integral_constant<int, 384>{});
+                else if (H == 384) go(std::integral_constant<int, 384>{});
+                else if (rr <= 1) le = cudaLaunchKernelEx(&rl.lc, rr ? rclus_kernel<640, 1> : rclus_kernel<640, 0>, rc2);
+                else le = cudaLaunchKernelEx(&rl.lc, rr == 2 ? rclus_kernel<640, 2> : rclus_kernel<640, 3>, rc2);
                 CK(le);
             }
 #else

@@ -613,10 +613,17 @@ template <int H> __host__ __device__ constexpr int rclus_ctas() { return H / 128
 /* the x.B partials' ranks (tsx) and the rank-1 A rows (As: none at rank 2-4, whose epilogue reads A from global memory) */
 template <int R> __host__ __device__ constexpr int rclus_rk() { return R > 1 ? R : 1; }
 template <int R> __host__ __device__ constexpr int rclus_as() { return R > 1 ? 0 : 2 * 32 * RCL_PITCH; }
+/* H = 640: h and g share one buffer (Uf, Uh rows take 160 KB), so a CTA overwrites it, its own and its partners', only once
+ * every CTA's MMAs of the phase have read it (a read-done mbarrier each warp of the cluster arrives on in every CTA) */
+template <int H> __host__ __device__ constexpr bool rclus_shg() { return H > 512; }
+/* a row's partial-sum slots (CTA, warpgroup): 2 H / 128, at least 8 */
+template <int H> __host__ __device__ constexpr int rclus_nsp() { return H / 64 > 8 ? H / 64 : 8; }
 template <int H, int R = 1> __host__ __device__ constexpr int rclus_smem_bytes() {
-    /* Uf, Uh rows [H/64][128][64]; Xh, Gs [H/64][64][64]; Rs [64][RCL_PITCH]; As [2][32][RCL_PITCH] (rank <= 1); tsx
-     * [2][RK][64][8], lns [64][8] ints; two mbarriers (rank 4 at H = 512: 224272 bytes) */
-    return 2 * 128 * H + 2 * RBM * H + RBM * RCL_PITCH + rclus_as<R>() + (2 * rclus_rk<R>() + 1) * RBM * 8 * 4 + 16;
+    /* Uf, Uh rows [H/64][128][64]; Xh, Gs [H/64][64][64] (one buffer at 640); Rs [64][RCL_PITCH]; As [2][32][RCL_PITCH]
+     * (rank <= 1); tsx [2][RK][64][NSP], lns [64][NSP] ints; two mbarriers, and at 640 two read-done ones (rank 4 at H =
+     * 512: 224272 bytes; rank 3 at 640: 231968) */
+    return 2 * 128 * H + (rclus_shg<H>() ? 1 : 2) * RBM * H + RBM * RCL_PITCH + rclus_as<R>() + (2 * rclus_rk<R>() + 1) * RBM * rclus_nsp<H>() * 4 +
+           (rclus_shg<H>() ? 32 : 16);
 }
 #ifdef MMP_WGMMA
 __device__ __forceinline__ unsigned cl_map(const void *p, unsigned rank) { /* the shared::cluster address of p in CTA rank */
@@ -632,6 +639,9 @@ __device__ __forceinline__ void st_async16(unsigned addr, int4 v, unsigned bar) 
 __device__ __forceinline__ void st_async4(unsigned addr, int v, unsigned bar) {
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr), "r"(v), "r"(bar) : "memory");
 }
+__device__ __forceinline__ void mbar_arrive_remote(unsigned bar) { /* an mbarrier of a partner CTA (shared::cluster address) */
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+}
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
@@ -641,14 +651,17 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
     constexpr int CN = rclus_ctas<H>(), NS = 2 * CN; /* CTAs a cluster (H / 64 k-slices: 2 a CTA's columns); partial-sum slots a row */
     constexpr int RK = rclus_rk<R>(), NP = R > 0 ? RK : 0; /* x.B_j partials a row and phase */
+    constexpr bool SHG = rclus_shg<H>();                   /* h and g in one buffer (640) */
+    constexpr int NSP = rclus_nsp<H>();                    /* slots a row in tsx, lns */
     /* bytes a CTA receives a phase: every partner's g (or h') bytes and its partial sums (x.B_j; |R|) */
     constexpr unsigned BG = (CN - 1) * (RBM * 128 + NP * RBM * 2 * 4), BH = (CN - 1) * (RBM * 128 + (NP + 1) * RBM * 2 * 4);
     extern __shared__ __align__(1024) unsigned char smem[];
-    int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + 128 * H, *Xh = Whs + 128 * H, *Gs = Xh + RBM * H, *Rs = Gs + RBM * H;
+    int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + 128 * H, *Xh = Whs + 128 * H, *Gs = SHG ? Xh : Xh + RBM * H, *Rs = Gs + RBM * H;
     int8_t *As = Rs + RBM * RCL_PITCH;                       /* [2][32][RCL_PITCH]: the pairs' A values of the CTA's columns (rank 1) */
-    int *tsx = (int *)(As + rclus_as<R>());                  /* [2][RK][RBM][8]: x.B_j partials (h, g) by slot (CTA, warpgroup) */
-    int *lns = tsx + 2 * RK * RBM * 8;                       /* [RBM][8]: sum |R| partials */
-    uint64_t *bars = (uint64_t *)(lns + RBM * 8);            /* [2]: phase 0 (g), phase 1 (h') bytes from the partners */
+    int *tsx = (int *)(As + rclus_as<R>());                  /* [2][RK][RBM][NSP]: x.B_j partials (h, g) by slot (CTA, warpgroup) */
+    int *lns = tsx + 2 * RK * RBM * NSP;                     /* [RBM][NSP]: sum |R| partials */
+    uint64_t *bars = (uint64_t *)(lns + RBM * NSP);          /* [2]: phase 0 (g), phase 1 (h') bytes from the partners;
+                                                              * SHG: [2..3] the phase's MMAs done in every CTA */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     const int wg = warp >> 2, w4 = warp & 3, n = a.n, ps = a.pshift, s = a.s;
     unsigned rk, cid, ncl;
@@ -661,6 +674,10 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
     if (tid == 0) {
         mbar_init(bars, 1);
         mbar_init(bars + 1, 1);
+        if (SHG) {
+            mbar_init(bars + 2, 8 * CN); /* every warp of the cluster */
+            mbar_init(bars + 3, 8 * CN);
+        }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* the CTA's rows of Uf, Uh: shared row o holds output column 128 rk + wperm_row(o) */
@@ -732,6 +749,20 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
 #pragma unroll
         for (int q = 0; q < CN - 1; q++) st_async4(rbase[q] + o, v, rbase[q] + b);
     };
+    /* SHG: this warp's MMAs of phase ph have read the buffer; arrive on phase ph's read-done mbarrier in every CTA */
+    auto rd_arrive = [&](int ph) {
+        if (SHG && lane == 0) {
+            mbar_arrive(bars + 2 + ph);
+            const unsigned b = roff(bars + 2 + ph);
+#pragma unroll
+            for (int q = 0; q < CN - 1; q++) mbar_arrive_remote(rbase[q] + b);
+        }
+    };
+    unsigned prd[2] = {0, 0}; /* SHG: the read-done mbarriers' phases */
+    auto rd_wait = [&](int ph) { /* SHG: every warp of the cluster is past phase ph's MMAs: the buffer may be overwritten */
+        mbar_wait<true>(bars + 2 + ph, prd[ph]);
+        prd[ph] ^= 1;
+    };
     const size_t nH = (size_t)n * H;
     unsigned par[2] = {0, 0};
     const int nrb = (n + RBM - 1) / RBM;
@@ -750,7 +781,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             for (int hr = 0; hr < 2; hr++)
 #pragma unroll
                 for (int j = 0; j < RK; j++) {
-                    const int v = R > 0 ? slots(tsx + (ph * RK + j) * RBM * 8 + row[hr] * 8) : 0;
+                    const int v = R > 0 ? slots(tsx + (ph * RK + j) * RBM * NSP + row[hr] * NSP) : 0;
                     tt[hr][j] = (row[hr] & 1) ? -v : v;
                 }
         };
@@ -780,12 +811,13 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                     for (int j = 0; j < RK; j++) {
                         const int col = q * 128 + lc0;
                         const int v = rsum(dot16(*(const int4 *)(Xh + sw(row[hr], col)), bload(hr, a.off_uf, col, j)));
-                        if (tig == 0) tsx[j * RBM * 8 + row[hr] * 8 + q * 2 + wg] = v;
+                        if (tig == 0) tsx[j * RBM * NSP + row[hr] * NSP + q * 2 + wg] = v;
                     }
         fence_proxy_async(); /* Xh, read next by the tensor cores */
         __syncthreads();
         mma_own(xa, wfa);
         int4 fv[2]; /* f + 127 of the thread's bytes, phase 0 to phase 1 */
+        int4 hs[2]; /* SHG: h of the thread's bytes, phase 0 to phase 1 (g overwrites it in the buffer) */
         /* phase ph's epilogue of row hr: rank 1 with Av, rank 2-4 with its pair's A values from global memory */
         auto epi = [&](int ph, int hr, const int (&t)[RK], int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) {
             if constexpr (R > 1)
@@ -799,7 +831,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
 #pragma unroll
             for (int j = 0; j < RK; j++) {
                 const int pv = rsum(dot16(v, j == 0 ? b0 : bload(hr, off, c0, j)));
-                if (tig == 0) bcast4(tsx + (ph * RK + j) * RBM * 8 + row[hr] * 8 + slot, pv, bar);
+                if (tig == 0) bcast4(tsx + (ph * RK + j) * RBM * NSP + row[hr] * NSP + slot, pv, bar);
             }
         };
         auto aload = [&](int ph, int hr) {
@@ -812,7 +844,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                 const size_t gi = (size_t)gc[hr] * H + c0;
                 const int4 wl = R > 0 ? ldg_hint(a.bpl + gi, keep) : __ldg((const int4 *)(a.ln + c0));
                 const int4 rv = *(const int4 *)(Rs + row[hr] * RCL_PITCH + lc0);
-                const int mq = LNM(egg_ln_div(slots(lns + row[hr] * 8), H)); /* d <= 127: |R| <= 127 */
+                const int mq = LNM(egg_ln_div(slots(lns + row[hr] * NSP), H)); /* d <= 127: |R| <= 127 */
                 int4 xo;
 #pragma unroll
                 for (int u = 0; u < 4; u++) (&xo.x)[u] = (int)ln_word((unsigned)(&rv.x)[u], (unsigned)(&wl.x)[u], mq);
@@ -842,20 +874,32 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             terms(0, tt);
             if (t > 0) ln_out(tb - nH); /* the timestep before's EGG-LN2, under the MMA */
             wg_wait<0>();
+            rd_arrive(0);
+            int4 gv2[2];
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 unsigned yl[4], yu[4];
                 epi(0, hr, tt[hr], Av[hr], yl, yu);
                 const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
-                int4 gv;
+                if (SHG) hs[hr] = hv; /* g takes its place: kept for phase 1's mix */
 #pragma unroll
                 for (int u = 0; u < 4; u++) {
                     unsigned p;
-                    (&gv.x)[u] = (int)rec_gate4(yl[u], yu[u], (unsigned)(&ef[hr].x)[u], (unsigned)(&pf[hr].x)[u], (unsigned)(&hv.x)[u], p);
+                    (&gv2[hr].x)[u] = (int)rec_gate4(yl[u], yu[u], (unsigned)(&ef[hr].x)[u], (unsigned)(&pf[hr].x)[u], (unsigned)(&hv.x)[u], p);
                     (&fv[hr].x)[u] = (int)p;
                 }
-                bcast16(Gs, sw(row[hr], c0), gv, bars);
-                if (R > 0) partials(1, hr, gv, bn[hr], a.off_uh, bars);
+                if (!SHG) {
+                    bcast16(Gs, sw(row[hr], c0), gv2[hr], bars);
+                    if (R > 0) partials(1, hr, gv2[hr], bn[hr], a.off_uh, bars);
+                }
+            }
+            if (SHG) {
+                rd_wait(0);
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) {
+                    bcast16(Gs, sw(row[hr], c0), gv2[hr], bars);
+                    if (R > 0) partials(1, hr, gv2[hr], bn[hr], a.off_uh, bars);
+                }
             }
             fence_proxy_async(); /* g, read next by the tensor cores */
             __syncthreads();
@@ -881,11 +925,14 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             }
             terms(1, tt);
             wg_wait<0>();
+            rd_arrive(1);
+            int4 ho2[2];
+            int sa2[2];
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) {
                 unsigned yl[4], yu[4];
                 epi(1, hr, tt[hr], Av[hr], yl, yu);
-                const int4 hv = *(const int4 *)(Xh + sw(row[hr], c0));
+                const int4 hv = SHG ? hs[hr] : *(const int4 *)(Xh + sw(row[hr], c0));
                 int4 ho, ro;
                 int sa = 0;
 #pragma unroll
@@ -899,12 +946,25 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                     qv.w = (int)r;
                     sa += abs_sum4(qv);
                 }
-                bcast16(Xh, sw(row[hr], c0), ho, bars + 1);
+                if (!SHG) bcast16(Xh, sw(row[hr], c0), ho, bars + 1);
                 if (ok[hr]) stg_hint(a.R + tb + (size_t)gc[hr] * H + c0, ro, once);
                 *(int4 *)(Rs + row[hr] * RCL_PITCH + lc0) = ro;
                 sa = rsum(sa);
-                if (tig == 0) bcast4(lns + row[hr] * 8 + slot, sa, bars + 1);
-                if (R > 0) partials(0, hr, ho, bn[hr], a.off_uf, bars + 1);
+                if (!SHG) {
+                    if (tig == 0) bcast4(lns + row[hr] * NSP + slot, sa, bars + 1);
+                    if (R > 0) partials(0, hr, ho, bn[hr], a.off_uf, bars + 1);
+                }
+                ho2[hr] = ho;
+                sa2[hr] = sa;
+            }
+            if (SHG) {
+                rd_wait(1);
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) {
+                    bcast16(Xh, sw(row[hr], c0), ho2[hr], bars + 1);
+                    if (tig == 0) bcast4(lns + row[hr] * NSP + slot, sa2[hr], bars + 1);
+                    if (R > 0) partials(0, hr, ho2[hr], bn[hr], a.off_uf, bars + 1);
+                }
             }
             fence_proxy_async(); /* the state h, read next by the tensor cores */
             __syncthreads();
