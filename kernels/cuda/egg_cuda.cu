@@ -175,7 +175,7 @@ struct CudaImpl {
     int rreg;                 /* the chunk recurrence in rreg_kernel (EGG_CUDA_RREG=0: rchunk_kernel) */
     int rreg_ctas[2];         /* its CTAs per launch at H = 128, 256 */
     int l2pf;                 /* rreg_kernel, rclus_kernel prefetch the next timestep's inputs into L2 (EGG_CUDA_L2PF=0: not) */
-    int rclus;                /* H = 384 / 512 on sm_90a: a chunk's recurrence in rclus_kernel, Uf and Uh split over a cluster's
+    int rclus;                /* H = 384 / 512 (640: rclus640) on sm_90a: a chunk's recurrence in rclus_kernel, Uf and Uh split over a cluster's
                                * CTAs (EGG_CUDA_RCLUS=0: per timestep; =n >= 2: n clusters, each walking many row blocks) */
     int rclus_ncl[3];         /* its clusters per launch at H = 384, 512, 640 (those that fit the GPU at once; 0 at 640: none) */
     int rclus640;             /* H = 640 in rclus_kernel: 1 at rank 2-3 (the default), 2 at rank 0-3 too, 0 never (EGG_CUDA_RCLUS640) */

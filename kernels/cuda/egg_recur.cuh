@@ -596,7 +596,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
 #endif
 }
 
-/* The chunk recurrence at H = 384 and 512 (sm_90a, rank 0-4) over a cluster of H / 128 CTAs, where Uf and Uh
+/* The chunk recurrence at H = 384 and 512 (sm_90a, rank 0-4), and 640 (rank 0-3; h and g in one buffer, rclus_shg), over a
+ * cluster of H / 128 CTAs, where Uf and Uh
  * (2 H^2 bytes: 512 KB at 512) do not fit one SM: each CTA keeps the rows of Uf and Uh of its 128 output columns
  * (128 KB at 512; permuted as rreg_kernel's, wperm_row) and the whole state h and gate g of the cluster's row block
  * of 64 members (the MMAs' operands); its two warpgroups take 64 columns each, a thread rows w4 16 + gid (+8) and 16
