@@ -86,8 +86,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # whose epilogues gate and mix, as at hidden 640). At hidden 384
 # and 512 (rank 1-4; rank 2-4 since v122) the recurrence runs per chunk over clusters of H / 128 CTAs exchanging each phase's bytes
 # (rclus_kernel; EGG_CUDA_RCLUS=0: two GEMMs per timestep, =n: n clusters, so that each walks many row blocks); at
-# hidden 640 at rank 2-3 over clusters of 5 CTAs whose h and g share one buffer, overwritten once every warp of the
-# cluster has arrived on a read-done mbarrier (EGG_CUDA_RCLUS640=0: per timestep, =2: at rank 0-3).
+# hidden 640 at rank 2-4 over clusters of 5 CTAs whose h and g share one buffer, overwritten once every warp of the
+# cluster has arrived on a read-done mbarrier (EGG_CUDA_RCLUS640=0: per timestep, =2: at every rank).
 # At rank 2-4 (hidden 128/256) the chunk recurrence is rreg_kernel with the generic epilogue (at sigma-shift 4 the
 # dp2a form of epi_quad_r8, as the persistent GEMMs' and the fused MLP's there), its A values from
 # global memory (EGG_CUDA_RREG=0: two GEMMs per timestep). At rank 2-4 with members a multiple of 128 the PLAIN GEMMs
@@ -210,7 +210,8 @@ configs=(
   "h768-r3-byte-ln-embedding|--hidden 768 --layers 1 --rank 3 --pop 34 --seq 4|EGG_CUDA_LNVEC=0"
   "h896-r1-ln-embedding-words-128-apart-k896-128-column-tiles|--hidden 896 --layers 1 --rank 1 --pop 34 --seq 4"
   "h896-r2-sigma5-ln-embedding-words-vectors-in-kernels|--hidden 896 --layers 1 --rank 2 --pop 34 --seq 4 --sigma-shift 5|EGG_CUDA_LNPERT=0"
-  "h640-r4-odd-n-256-column-tiles-rank-4-3ctas|--hidden 640 --layers 1 --rank 4 --pop 256 --seq 4|EGG_CUDA_MMP=3"
+  "h640-r4-odd-n-256-column-tiles-rank-4-3ctas-recurrence-per-timestep|--hidden 640 --layers 1 --rank 4 --pop 256 --seq 4|EGG_CUDA_MMP=3 EGG_CUDA_RCLUS640=0"
+  "h640-r4-sigma6-recurrence-cluster-rank-4-2-clusters-chunked|--hidden 640 --layers 2 --rank 4 --pop 258 --seq 6 --sigma-shift 6 --data $T/t.bin|EGG_CUDA_RCLUS=2 EGG_CUDA_TCHUNK=3"
   "h640-r1-recurrence-cluster-5-ctas-one-hg-buffer-2-clusters-chunked|--hidden 640 --layers 2 --rank 1 --pop 258 --seq 6 --data $T/t.bin|EGG_CUDA_RCLUS640=2 EGG_CUDA_RCLUS=2 EGG_CUDA_TCHUNK=3"
   "h640-r3-sigma0-recurrence-cluster-rank-3|--hidden 640 --layers 1 --rank 3 --pop 130 --seq 5 --sigma-shift 0"
   "h640-r2-recurrence-cluster-rank-2-2-clusters|--hidden 640 --layers 2 --rank 2 --pop 384 --seq 5|EGG_CUDA_RCLUS=2"

@@ -178,7 +178,7 @@ struct CudaImpl {
     int rclus;                /* H = 384 / 512 (640: rclus640) on sm_90a: a chunk's recurrence in rclus_kernel, Uf and Uh split over a cluster's
                                * CTAs (EGG_CUDA_RCLUS=0: per timestep; =n >= 2: n clusters, each walking many row blocks) */
     int rclus_ncl[3];         /* its clusters per launch at H = 384, 512, 640 (those that fit the GPU at once; 0 at 640: none) */
-    int rclus640;             /* H = 640 in rclus_kernel: 1 at rank 2-3 (the default), 2 at rank 0-3 too, 0 never (EGG_CUDA_RCLUS640) */
+    int rclus640;             /* H = 640 in rclus_kernel: 1 at rank 2-4 (the default), 2 at every rank, 0 never (EGG_CUDA_RCLUS640) */
     int rsplit;               /* sm_90a, the recurrence per timestep (H not 128 / 256): its two GEMMs as PLAIN GEMMs and the
                                * bias, gate, mix and residual as rec_gate_kernel / rec_mix_kernel; 1 (default) at H >= 768
                                * (every rank since v126), 2 at every H (tests), 0 never (EGG_CUDA_RSPLIT): MODE_BIAS_GATE /
@@ -1376,9 +1376,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
 #define RCLUS_ATTR(HH, R) CK(cudaFuncSetAttribute(rclus_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<HH, R>()));
                 RCLUS_ATTR(512, 0) RCLUS_ATTR(512, 1) RCLUS_ATTR(512, 2) RCLUS_ATTR(512, 3) RCLUS_ATTR(512, 4)
                 RCLUS_ATTR(384, 0) RCLUS_ATTR(384, 1) RCLUS_ATTR(384, 2) RCLUS_ATTR(384, 3) RCLUS_ATTR(384, 4)
-                const bool c640 = (size_t)rclus_smem_bytes<640, 3>() <= prop.sharedMemPerBlockOptin;
+                const bool c640 = (size_t)rclus_smem_bytes<640, 4>() <= prop.sharedMemPerBlockOptin;
                 if (c640) {
-                    RCLUS_ATTR(640, 0) RCLUS_ATTR(640, 1) RCLUS_ATTR(640, 2) RCLUS_ATTR(640, 3)
+                    RCLUS_ATTR(640, 0) RCLUS_ATTR(640, 1) RCLUS_ATTR(640, 2) RCLUS_ATTR(640, 3) RCLUS_ATTR(640, 4)
                 }
 #undef RCLUS_ATTR
                 for (int i = 0; i < 2; i++) { /* the clusters that fit the GPU at once (rank 4's, the most shared memory) */
@@ -1391,14 +1391,14 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                     c->rclus_ncl[i] = ncl;
                 }
                 if (c->rclus_ncl[0] < 1 || c->rclus_ncl[1] < 1) c->rclus = 0; /* no cluster fits: per timestep */
-                c->rclus_ncl[2] = 0; /* hidden 640: clusters of 5 with rank 3's shared memory, where they fit (EGG_CUDA_RCLUS640=0: not) */
+                c->rclus_ncl[2] = 0; /* hidden 640: clusters of 5 with rank 4's shared memory, where they fit (EGG_CUDA_RCLUS640=0: not) */
                 const char *e64 = getenv("EGG_CUDA_RCLUS640");
                 c->rclus640 = e64 ? atoi(e64) : 1;
                 if (c->rclus && c640 && c->rclus640) {
                     RclusLaunch rl;
-                    rclus_launch(&rl, 640, 3, c->nsm / 5, c->st);
+                    rclus_launch(&rl, 640, 4, c->nsm / 5, c->st);
                     int ncl = 0;
-                    if (cudaOccupancyMaxActiveClusters(&ncl, (const void *)rclus_kernel<640, 3>, &rl.lc) != cudaSuccess) cudaGetLastError(), ncl = 0;
+                    if (cudaOccupancyMaxActiveClusters(&ncl, (const void *)rclus_kernel<640, 4>, &rl.lc) != cudaSuccess) cudaGetLastError(), ncl = 0;
                     c->rclus_ncl[2] = ncl;
                 }
             }

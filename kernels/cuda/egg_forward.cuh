@@ -430,12 +430,11 @@ static bool rec_chunked(const CudaImpl *c, bool noisy) {
 #endif
 }
 /* the chunk recurrence over a cluster (rclus_kernel): H = 384 and 512, rank 0-4; H = 640 (clusters of 5, h and g in one
- * buffer) at rank 2-3, where the per-timestep GEMMs run the generic epilogue (rank 4's partial sums do not fit beside the
- * 160 KB of Uf, Uh rows; at rank 1 and without noise the per-timestep GEMMs that gate and mix measured faster;
- * EGG_CUDA_RCLUS640=2: rank 0-3, the tests) */
+ * buffer) at rank 2-4, where the per-timestep GEMMs run the generic epilogue (at rank 1 and without noise the per-timestep
+ * GEMMs that gate and mix measured faster; EGG_CUDA_RCLUS640=2: every rank, the tests) */
 static bool rec_clustered(const CudaImpl *c, bool noisy) {
 #ifdef EGG_MMP
-    const bool r640 = c->rclus640 >= 2 ? !noisy || c->r <= 3 : noisy && c->r >= 2 && c->r <= 3;
+    const bool r640 = c->rclus640 >= 2 || (noisy && c->r >= 2);
     return c->rclus && (c->H == 512 || c->H == 384 || (c->H == 640 && c->rclus_ncl[2] > 0 && r640));
 #else
     (void)c; (void)noisy;
@@ -610,7 +609,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 if (H == 512) go(std::integral_constant<int, 512>{});
                 else if (H == 384) go(std::integral_constant<int, 384>{});
                 else if (rr <= 1) le = cudaLaunchKernelEx(&rl.lc, rr ? rclus_kernel<640, 1> : rclus_kernel<640, 0>, rc2);
-                else le = cudaLaunchKernelEx(&rl.lc, rr == 2 ? rclus_kernel<640, 2> : rclus_kernel<640, 3>, rc2);
+                else le = cudaLaunchKernelEx(&rl.lc, rr == 2 ? rclus_kernel<640, 2> : rr == 3 ? rclus_kernel<640, 3> : rclus_kernel<640, 4>, rc2);
                 CK(le);
             }
 #else

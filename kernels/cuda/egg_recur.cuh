@@ -596,7 +596,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
 #endif
 }
 
-/* The chunk recurrence at H = 384 and 512 (sm_90a, rank 0-4), and 640 (rank 0-3; h and g in one buffer, rclus_shg), over a
+/* The chunk recurrence at H = 384 and 512 (sm_90a, rank 0-4), and 640 (h and g in one buffer, rclus_shg), over a
  * cluster of H / 128 CTAs, where Uf and Uh
  * (2 H^2 bytes: 512 KB at 512) do not fit one SM: each CTA keeps the rows of Uf and Uh of its 128 output columns
  * (128 KB at 512; permuted as rreg_kernel's, wperm_row) and the whole state h and gate g of the cluster's row block
@@ -621,10 +621,11 @@ template <int H> __host__ __device__ constexpr bool rclus_shg() { return H > 512
 template <int H> __host__ __device__ constexpr int rclus_nsp() { return H / 64 > 8 ? H / 64 : 8; }
 template <int H, int R = 1> __host__ __device__ constexpr int rclus_smem_bytes() {
     /* Uf, Uh rows [H/64][128][64]; Xh, Gs [H/64][64][64] (one buffer at 640); Rs [64][RCL_PITCH]; As [2][32][RCL_PITCH]
-     * (rank <= 1); tsx [2][RK][64][NSP], lns [64][NSP] ints; two mbarriers, and at 640 two read-done ones (rank 4 at H =
-     * 512: 224272 bytes; rank 3 at 640: 231968) */
-    return 2 * 128 * H + (rclus_shg<H>() ? 1 : 2) * RBM * H + RBM * RCL_PITCH + rclus_as<R>() + (2 * rclus_rk<R>() + 1) * RBM * rclus_nsp<H>() * 4 +
-           (rclus_shg<H>() ? 32 : 16);
+     * (rank <= 1); tsx [2][RK][64][NSP] (at 640 one phase's: the read-done waits keep a phase's partial sums from being
+     * overwritten before they are read), lns [64][NSP] ints; two mbarriers, and at 640 two read-done ones (rank 4 at H =
+     * 512: 224272 bytes; at 640: 226848) */
+    return 2 * 128 * H + (rclus_shg<H>() ? 1 : 2) * RBM * H + RBM * RCL_PITCH + rclus_as<R>() +
+           ((rclus_shg<H>() ? 1 : 2) * rclus_rk<R>() + 1) * RBM * rclus_nsp<H>() * 4 + (rclus_shg<H>() ? 32 : 16);
 }
 #ifdef MMP_WGMMA
 __device__ __forceinline__ unsigned cl_map(const void *p, unsigned rank) { /* the shared::cluster address of p in CTA rank */
@@ -659,8 +660,9 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + 128 * H, *Xh = Whs + 128 * H, *Gs = SHG ? Xh : Xh + RBM * H, *Rs = Gs + RBM * H;
     int8_t *As = Rs + RBM * RCL_PITCH;                       /* [2][32][RCL_PITCH]: the pairs' A values of the CTA's columns (rank 1) */
-    int *tsx = (int *)(As + rclus_as<R>());                  /* [2][RK][RBM][NSP]: x.B_j partials (h, g) by slot (CTA, warpgroup) */
-    int *lns = tsx + 2 * RK * RBM * NSP;                     /* [RBM][NSP]: sum |R| partials */
+    int *tsx = (int *)(As + rclus_as<R>());                  /* [2][RK][RBM][NSP]: x.B_j partials (h, g) by slot (CTA, warpgroup);
+                                                              * SHG: [1][RK][RBM][NSP], both phases' */
+    int *lns = tsx + (SHG ? 1 : 2) * RK * RBM * NSP;         /* [RBM][NSP]: sum |R| partials */
     uint64_t *bars = (uint64_t *)(lns + RBM * NSP);          /* [2]: phase 0 (g), phase 1 (h') bytes from the partners;
                                                               * SHG: [2..3] the phase's MMAs done in every CTA */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
@@ -782,7 +784,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             for (int hr = 0; hr < 2; hr++)
 #pragma unroll
                 for (int j = 0; j < RK; j++) {
-                    const int v = R > 0 ? slots(tsx + (ph * RK + j) * RBM * NSP + row[hr] * NSP) : 0;
+                    const int v = R > 0 ? slots(tsx + ((SHG ? 0 : ph) * RK + j) * RBM * NSP + row[hr] * NSP) : 0;
                     tt[hr][j] = (row[hr] & 1) ? -v : v;
                 }
         };
@@ -832,7 +834,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
 #pragma unroll
             for (int j = 0; j < RK; j++) {
                 const int pv = rsum(dot16(v, j == 0 ? b0 : bload(hr, off, c0, j)));
-                if (tig == 0) bcast4(tsx + (ph * RK + j) * RBM * NSP + row[hr] * NSP + slot, pv, bar);
+                if (tig == 0) bcast4(tsx + ((SHG ? 0 : ph) * RK + j) * RBM * NSP + row[hr] * NSP + slot, pv, bar);
             }
         };
         auto aload = [&](int ph, int hr) {
