@@ -43,6 +43,8 @@ static int xb_run(CudaImpl *c, int R, int nm, int M, int K, const int8_t *X, int
  * reloading the row block's X and B rows for every 128 columns (EGG_CUDA_MMDODD=0: 128 x 128 tiles; at 384, a quarter
  * wasted, measured even, they stay) */
 static bool mmd_odd2(const CudaImpl *c, int N) { return c->mmdodd && N % (2 * BN) == BN && N >= 5 * BN; }
+/* mmd_kernel's 128-column halves a tile for N (a multiple of 128): 2 where N is a multiple of 256 or mmd_odd2, else 1 */
+static int mmd_nh(const CudaImpl *c, int N) { return N % (2 * BN) == 0 || mmd_odd2(c, N) ? 2 : 1; }
 /* the PLAIN GEMMs that mmx_kernel takes in whole row blocks, every rank: K = 128, 256, and 384, 512 (one X buffer a
  * CTA; EGG_CUDA_MMX512=0: not those) */
 static bool mmx_takes(const CudaImpl *c, int K) { return c->mmx && (K == 128 || K == 256 || ((K == 384 || K == 512) && c->mmx512)); }
@@ -60,7 +62,7 @@ static int launch_mmr(CudaImpl *c, int mode, MMArgs a, int *done, int *tboth, eg
     if ((al & 15) || a.N % BN || a.K % BK || a.wrap <= 0 || a.wrap % (BM / 2) || a.M % (2 * a.wrap) || a.pstride >= ((size_t)1 << 31)) return 0;
     const bool mx = mode == MODE_PLAIN && mmx_takes(c, a.K);
     /* mmd_kernel: 128 x 256 tiles, or where N is an odd multiple of 128 (down at hidden 128 and 384) 128 x 128 (nh 1) */
-    const int nh = a.N % (2 * BN) == 0 || mmd_odd2(c, a.N) ? 2 : 1;
+    const int nh = mmd_nh(c, a.N);
     const bool md = !mx && c->mmd && (nh == 2 || c->mmd > 1) &&
                     ((mode == MODE_RESID && (a.N == 2 * BN || c->mmd > 1)) || (mode == MODE_PLAIN && a.K > 512 && c->mmd > 1));
     if (!mx && !md) return 0;
@@ -202,7 +204,7 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
                     else MMX_GO(2, 0);
 #undef MMX_GO
                     *both = dual;
-                } else if (mode == MODE_PLAIN && a.K > 512 && (a.N % (2 * BN) == 0 || mmd_odd2(c, a.N)) && c->mmd > 1) {
+                } else if (mode == MODE_PLAIN && a.K > 512 && mmd_nh(c, a.N) == 2 && c->mmd > 1) {
                     /* K > 512 (hidden 640-1024): 128 x 256 tiles, a row block's X and B rows once per 256 columns */
                     const int smd = mmd_smem_bytes(), td = a.mtn * ((a.ntn + 1) >> 1), nd = td < c->mmw_ctas ? td : c->mmw_ctas;
                     if (a.r) mmd_kernel<1, 0, MODE_PLAIN><<<nd, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
@@ -219,7 +221,7 @@ static int launch_mm1(CudaImpl *c, int mode, MMArgs a, int *both, int *tboth, eg
                     mmw_kernel<MODE_PLAIN, 1, 1, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN && a.r) mmw_kernel<MODE_PLAIN, 1, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
                 else if (mode == MODE_PLAIN) mmw_kernel<MODE_PLAIN, 0, 0, 1><<<nw, WS_THREADS, smw, c->st>>>(a, tmx, tmp, tmb, tmn);
-                else if (mode == MODE_RESID && (a.N % (2 * BN) == 0 || (mmd_odd2(c, a.N) && c->mmd > 1)) && (a.N == 2 * BN || c->mmd > 1) && c->mmd) {
+                else if (mode == MODE_RESID && mmd_nh(c, a.N) == 2 && (a.N == 2 * BN || c->mmd > 1) && c->mmd) {
                     /* 128 x 256 tiles: a row block's X and B rows once per 256 columns */
                     const int smd = mmd_smem_bytes(), td = a.mtn * ((a.ntn + 1) >> 1), nx = td < c->mmw_ctas ? td : c->mmw_ctas;
                     if (p64) mmd_kernel<1, 1><<<nx, MX_THREADS, smd, c->st>>>(a, tmx, tmp, tmb, tmn);
