@@ -294,8 +294,8 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
     MMArgs b = a;
     b.W = a.W2; b.Wp = a.Wp2; b.aoff = a.aoff2; b.Y = a.Y2;
     b.W2 = b.Wp2 = NULL; b.Y2 = NULL;
-    if (a.T) b.T = a.T + 4 * (size_t)a.M; /* its rows of T, there already where tboth */
-    b.tready = tboth;
+    if (a.T) b.T = a.T + 4 * (size_t)a.M; /* its rows of T, there already where tboth (or a.tready: lnxb_kernel's) */
+    b.tready = tboth || a.tready;
     return launch_mm1(c, mode, b, &both, &tboth, err);
 }
 
@@ -380,7 +380,10 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
     const egg_tensor *t = &c->m->t[id];
     MMArgs a;
     memset(&a, 0, sizeof a);
-    if (mx) { a.f = mx->f; a.xres = mx->xres; a.hs = mx->hs; a.rz = mx->rz; a.W2 = mx->W2; a.Wp2 = mx->Wp2; a.aoff2 = mx->aoff2; a.Y2 = mx->Y2; a.T = mx->T; }
+    if (mx) {
+        a.f = mx->f; a.xres = mx->xres; a.hs = mx->hs; a.rz = mx->rz; a.W2 = mx->W2; a.Wp2 = mx->Wp2; a.aoff2 = mx->aoff2; a.Y2 = mx->Y2; a.T = mx->T;
+        a.tready = mx->tready;
+    }
     a.X = X; a.ldx = t->cols; a.W = tp(c, id); a.ldw = t->cols;
     a.Wp = c->wperm && c->wp_ok[id] ? c->wperm + t->off : NULL;
     a.M = rows; a.N = t->rows; a.K = t->cols; a.wrap = x->n / 2;
@@ -483,6 +486,16 @@ static void rclus_launch(RclusLaunch *r, int H, int R, int ncl, cudaStream_t st)
     r->lc.attrs = &r->at; r->lc.numAttrs = 1;
 }
 #endif
+#ifdef EGG_MMP
+/* layer l's EGG-LN1 in lnxb_kernel, with the T rows of Wf.x and Wh.x (rank 2-4 at hidden 256, n members, where mmx_kernel
+ * runs those GEMMs from T and the members' perturbed LN1 weights are at hand; layer 0's LN1 runs in the embedding where
+ * embln): else the LN, and xb_kernel's pass before the GEMMs */
+static bool lnxb_takes(const CudaImpl *c, int n, int l, const int8_t *nz, const int8_t *lnp, bool embln) {
+    const int iw = EGG_T_LAYER(l, 0) + EGG_L_WF, ih = EGG_T_LAYER(l, 0) + EGG_L_WH;
+    return c->lnxb && nz && lnp && c->H == 256 && c->r >= 2 && c->r <= 4 && !(l == 0 && embln) && c->rgemm && mmx_takes(c, c->H) &&
+           (n / 2) % (BM / 2) == 0 && c->pstride % 16 == 0 && c->noff[iw] % 16 == 0 && c->noff[ih] % 16 == 0;
+}
+#endif
 static bool rec_split(const CudaImpl *c, bool noisy) {
     return !rec_chunked(c, noisy) && !rec_clustered(c, noisy) && c->H % 16 == 0 && (c->rsplit >= 2 || (c->rsplit == 1 && c->H >= 768));
 }
@@ -544,13 +557,31 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
             int8_t *Hl = x->Hs + (size_t)l * hsh;
+            /* rank 2-4 at hidden 256: EGG-LN1 with Wf.x's and Wh.x's T rows (lnxb_kernel), so that their GEMMs need no
+             * xb_kernel pass (EGG_CUDA_LNXB=0: the LN, then that pass) */
+            const int ih = id0 + EGG_L_WH;
+#ifdef EGG_MMP
+            const bool lnxb = lnxb_takes(c, n, l, nz, lnp, embln);
+            if (lnxb) {
+                const int wrap = n / 2, ts = (int)(((long long)c->nsm * 32 + wrap - 1) / wrap), tsl = ts < 1 ? 1 : ts > tc ? tc : ts;
+                const size_t bo = c->noff[id0 + EGG_L_WF] + a_span(c->r, H), bo2 = c->noff[ih] + a_span(c->r, H);
+                const int nb = (int)(((long long)wrap * tsl * 32 + 255) / 256);
+                const int8_t *wp = lnp + (size_t)(2 * l) * n * H;
+                rank_go(c->r, [&](auto rr) {
+                    lnxb_kernel<decltype(rr)::value><<<nb, 256, 0, c->st>>>(rows, n, x->X, wp, nz, c->pstride, bo, bo2, tsl, x->XN, (int32_t *)x->U);
+                });
+                CKL();
+            } else
+#else
+            const bool lnxb = false;
+#endif
             if (!(l == 0 && embln) && (rc = ln(c, rows, n, x->X, id0 + EGG_L_LN1, 2 * l, nz, lnp, x->XN, err))) return rc;
             prof_mark(c, P_LN);
             /* the input projections of the whole chunk at once */
             { /* Wf.x and Wh.x: one launch reading the chunk's x once where mmx_kernel takes them (EGG_CUDA_DUAL=0: two) */
                 MMArgs m2;
                 memset(&m2, 0, sizeof m2);
-                const int ih = id0 + EGG_L_WH;
+                m2.tready = lnxb;
                 m2.W2 = tp(c, ih); m2.Wp2 = c->wperm && c->wp_ok[ih] ? c->wperm + c->m->t[ih].off : NULL; m2.aoff2 = c->noff[ih];
                 m2.Y2 = x->TH;
                 m2.T = (int32_t *)x->U; /* rank 2-4: both matrices' T (32 bytes a row) in U, free until up */

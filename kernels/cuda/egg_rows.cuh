@@ -238,6 +238,56 @@ __global__ void ln16_kernel(int rows, int nm, const int8_t *X, const int8_t *w, 
     if (in) *(int4 *)(Y + (size_t)row * H + off) = y;
 }
 
+/* EGG-LN at H = 256 with, at rank R = 2-4, the T rows of the two GEMMs that read its output (Wf.x and Wh.x: sign *
+ * y . B_j of each, as xb_kernel writes them, so that mmx_kernel needs no pass of its own over y): a warp per pair, its
+ * lanes 0-15 the even member's row and 16-31 the odd one's, 16 bytes a lane as ln16_kernel, walking the pair's
+ * timesteps ts, ts + tsl, ...; the pair's B rows of both matrices and the members' perturbed LN weights (wp) stay in
+ * registers, the next timestep's x is loaded under this one's work. Rows [time][nm members]; bo, bo2: the two
+ * matrices' B rows in a pair's noise blob; T: [2][rows][4] */
+#ifdef EGG_MMP
+template <int R>
+__global__ void __launch_bounds__(256) lnxb_kernel(int rows, int nm, const int8_t *X, const int8_t *wp, const int8_t *noise, size_t pstride,
+                                                   size_t bo, size_t bo2, int tsl, int8_t *Y, int32_t *T) {
+    constexpr int H = 256;
+    const int lane = threadIdx.x & 31, h = lane >> 4, off = (lane & 15) * 16, wrap = nm / 2, tc = rows / nm;
+    const int gi = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5), p = gi % wrap, ts = gi / wrap, m = 2 * p + h;
+    if (ts >= tsl || ts >= tc) return; /* whole warps */
+    const int4 wl = __ldg((const int4 *)(wp + (size_t)m * H + off));
+    const int8_t *nb = noise + (size_t)p * pstride;
+    int4 Bc[2][R];
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int j = 0; j < R; j++) Bc[mt][j] = __ldg((const int4 *)(nb + (mt ? bo2 : bo) + (size_t)j * H + off));
+    int4 xn = __ldg((const int4 *)(X + ((size_t)ts * nm + m) * H + off));
+    for (int t = ts; t < tc; t += tsl) {
+        const size_t row = (size_t)t * nm + m;
+        const int4 x = xn;
+        if (t + tsl < tc) xn = __ldg((const int4 *)(X + (row + (size_t)tsl * nm) * H + off));
+        const int4 y = ln16_apply<16>(x, wl);
+        *(int4 *)(Y + row * H + off) = y;
+        /* the 8 sums (matrix mt, rank j < 4; 0 past R) over the row's 16 lanes by halving: each step a lane keeps
+         * half of its values and adds its partner's of that half, so lane 2 (4 mt + j) (and the next) ends with sum
+         * (mt, j) after 8 shuffles (two a sum and level took 4 R) */
+        int v[8];
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) v[4 * mt + j] = j < R ? dot16(y, Bc[mt][j < R ? j : 0]) : 0;
+        const bool b3 = lane & 8, b2 = lane & 4, b1 = lane & 2;
+        int u[4], w2[2];
+#pragma unroll
+        for (int i = 0; i < 4; i++) u[i] = (b3 ? v[i + 4] : v[i]) + __shfl_xor_sync(0xffffffffu, b3 ? v[i] : v[i + 4], 8);
+#pragma unroll
+        for (int i = 0; i < 2; i++) w2[i] = (b2 ? u[i + 2] : u[i]) + __shfl_xor_sync(0xffffffffu, b2 ? u[i] : u[i + 2], 4);
+        int z = (b1 ? w2[1] : w2[0]) + __shfl_xor_sync(0xffffffffu, b1 ? w2[0] : w2[1], 2);
+        z += __shfl_xor_sync(0xffffffffu, z, 1);
+        if (!(lane & 1)) /* matrix b3, rank 2 b2 + b1 of the row (sign: the odd member's negative), as xb_kernel's T */
+            T[(size_t)(b3 ? 1 : 0) * 4 * rows + 4 * row + (b2 ? 2 : 0) + (b1 ? 1 : 0)] = h ? -z : z;
+    }
+}
+#endif
+
 /* x = perturbed embedding row of the member's input token, for the rows
  * [time t0..][members] of a chunk; rz[row] = (token == 0): the state is reset
  * before that timestep. The chunk's first timestep resets every layer's state
