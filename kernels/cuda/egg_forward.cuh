@@ -487,13 +487,29 @@ static void rclus_launch(RclusLaunch *r, int H, int R, int ncl, cudaStream_t st)
 }
 #endif
 #ifdef EGG_MMP
-/* layer l's EGG-LN1 in lnxb_kernel, with the T rows of Wf.x and Wh.x (rank 2-4 at hidden 256, n members, where mmx_kernel
- * runs those GEMMs from T and the members' perturbed LN1 weights are at hand; layer 0's LN1 runs in the embedding where
- * embln): else the LN, and xb_kernel's pass before the GEMMs */
-static bool lnxb_takes(const CudaImpl *c, int n, int l, const int8_t *nz, const int8_t *lnp, bool embln) {
-    const int iw = EGG_T_LAYER(l, 0) + EGG_L_WF, ih = EGG_T_LAYER(l, 0) + EGG_L_WH;
-    return c->lnxb && nz && lnp && c->H == 256 && c->r >= 2 && c->r <= 4 && !(l == 0 && embln) && c->rgemm && mmx_takes(c, c->H) &&
-           (n / 2) % (BM / 2) == 0 && c->pstride % 16 == 0 && c->noff[iw] % 16 == 0 && c->noff[ih] % 16 == 0;
+/* an EGG-LN in lnxb_kernel with the T rows of the GEMMs of tensors i1 (and i2, or -1) that read its output (rank 2-4 at
+ * hidden 128 and 256, n members, where mmx_kernel runs those GEMMs from T, and the members' perturbed LN weights are at
+ * hand): else the LN, and xb_kernel's pass before the GEMMs (EGG_CUDA_LNXB=0) */
+static bool lnxb_takes(const CudaImpl *c, int n, const int8_t *nz, const int8_t *lnp, int i1, int i2) {
+    return c->lnxb && nz && lnp && (c->H == 256 || c->H == 128) && c->r >= 2 && c->r <= 4 && c->rgemm && mmx_takes(c, c->H) &&
+           (n / 2) % (BM / 2) == 0 && c->pstride % 16 == 0 && c->noff[i1] % 16 == 0 && c->m->t[i1].rows % BN == 0 &&
+           (i2 < 0 || (c->noff[i2] % 16 == 0 && c->m->t[i2].rows % BN == 0));
+}
+/* that LN of the rows [time][n members] of X into Y (wp: the members' perturbed weights), with the T rows of tensors i1
+ * (and i2) into T ([2][rows][4]) */
+static void lnxb_run(CudaImpl *c, int rows, int n, const int8_t *X, const int8_t *wp, const int8_t *nz, int i1, int i2, int8_t *Y, int32_t *T) {
+    const int H = c->H, wrap = n / 2, tc = rows / n, ppw = H == 256 ? 1 : 2;
+    const int want = (int)(((long long)c->nsm * 32 * ppw + wrap - 1) / wrap), tsl = want < 1 ? 1 : want > tc ? tc : want;
+    const size_t bo = c->noff[i1] + a_span(c->r, c->m->t[i1].rows), bo2 = i2 < 0 ? 0 : c->noff[i2] + a_span(c->r, c->m->t[i2].rows);
+    const int nb = (int)(((long long)wrap / ppw * tsl * 32 + 255) / 256);
+#define LNXB(HH, NM) lnxb_kernel<HH, decltype(rr)::value, NM><<<nb, 256, 0, c->st>>>(rows, n, X, wp, nz, c->pstride, bo, bo2, tsl, Y, T)
+    rank_go(c->r, [&](auto rr) {
+        if (H == 256 && i2 >= 0) LNXB(256, 2);
+        else if (H == 256) LNXB(256, 1);
+        else if (i2 >= 0) LNXB(128, 2);
+        else LNXB(128, 1);
+    });
+#undef LNXB
 }
 #endif
 static bool rec_split(const CudaImpl *c, bool noisy) {
@@ -561,15 +577,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
              * xb_kernel pass (EGG_CUDA_LNXB=0: the LN, then that pass) */
             const int ih = id0 + EGG_L_WH;
 #ifdef EGG_MMP
-            const bool lnxb = lnxb_takes(c, n, l, nz, lnp, embln);
+            const bool lnxb = !(l == 0 && embln) && lnxb_takes(c, n, nz, lnp, id0 + EGG_L_WF, ih);
             if (lnxb) {
-                const int wrap = n / 2, ts = (int)(((long long)c->nsm * 32 + wrap - 1) / wrap), tsl = ts < 1 ? 1 : ts > tc ? tc : ts;
-                const size_t bo = c->noff[id0 + EGG_L_WF] + a_span(c->r, H), bo2 = c->noff[ih] + a_span(c->r, H);
-                const int nb = (int)(((long long)wrap * tsl * 32 + 255) / 256);
-                const int8_t *wp = lnp + (size_t)(2 * l) * n * H;
-                rank_go(c->r, [&](auto rr) {
-                    lnxb_kernel<decltype(rr)::value><<<nb, 256, 0, c->st>>>(rows, n, x->X, wp, nz, c->pstride, bo, bo2, tsl, x->XN, (int32_t *)x->U);
-                });
+                lnxb_run(c, rows, n, x->X, lnp + (size_t)(2 * l) * n * H, nz, id0 + EGG_L_WF, ih, x->XN, (int32_t *)x->U);
                 CKL();
             } else
 #else
@@ -693,9 +703,21 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 prof_mark(c, P_DOWN);
             }
         }
+        /* the output LN, with the head's T rows where lnxb_kernel takes it */
+#ifdef EGG_MMP
+        const bool hxb = lnxb_takes(c, n, nz, lnp, EGG_T_HEAD(L), -1);
+        if (hxb) {
+            lnxb_run(c, rows, n, x->X, lnp + (size_t)(2 * L) * n * H, nz, EGG_T_HEAD(L), -1, x->XN, tfx.T);
+            CKL();
+        } else
+#else
+        const bool hxb = false;
+#endif
         if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), 2 * L, nz, lnp, x->XN, err))) return rc;
         prof_mark(c, P_LN);
-        if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, &tfx, err))) return rc;
+        MMArgs th = tfx;
+        th.tready = hxb;
+        if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, &th, err))) return rc;
         prof_mark(c, P_HEAD);
         const int lb = (n + wpb - 1) / wpb;
         if (c->ln_vec && V == 256) loss_vec_kernel<2><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);

@@ -238,25 +238,25 @@ __global__ void ln16_kernel(int rows, int nm, const int8_t *X, const int8_t *w, 
     if (in) *(int4 *)(Y + (size_t)row * H + off) = y;
 }
 
-/* EGG-LN at H = 256 with, at rank R = 2-4, the T rows of the two GEMMs that read its output (Wf.x and Wh.x: sign *
- * y . B_j of each, as xb_kernel writes them, so that mmx_kernel needs no pass of its own over y): a warp per pair, its
- * lanes 0-15 the even member's row and 16-31 the odd one's, 16 bytes a lane as ln16_kernel, walking the pair's
- * timesteps ts, ts + tsl, ...; the pair's B rows of both matrices and the members' perturbed LN weights (wp) stay in
- * registers, the next timestep's x is loaded under this one's work. Rows [time][nm members]; bo, bo2: the two
- * matrices' B rows in a pair's noise blob; T: [2][rows][4] */
+/* EGG-LN at H = 128 and 256 with, at rank R = 2-4, the T rows of the NM GEMMs that read its output (Wf.x and Wh.x
+ * after LN1; the head after the output LN): sign * y . B_j of each, as xb_kernel writes them, so that mmx_kernel needs
+ * no pass of its own over y. LPR = H / 16 lanes a row, 16 bytes a lane as ln16_kernel; a warp takes 16 / LPR pairs,
+ * their members' rows side by side, and walks their timesteps ts, ts + tsl, ..., the pairs' B rows and the members'
+ * perturbed LN weights (wp) in registers and the next timestep's x loaded under this one's work. Rows [time][nm
+ * members]; bo, bo2: the matrices' B rows in a pair's noise blob; T: [NM][rows][4] */
 #ifdef EGG_MMP
-template <int R>
+template <int H, int R, int NM>
 __global__ void __launch_bounds__(256) lnxb_kernel(int rows, int nm, const int8_t *X, const int8_t *wp, const int8_t *noise, size_t pstride,
                                                    size_t bo, size_t bo2, int tsl, int8_t *Y, int32_t *T) {
-    constexpr int H = 256;
-    const int lane = threadIdx.x & 31, h = lane >> 4, off = (lane & 15) * 16, wrap = nm / 2, tc = rows / nm;
-    const int gi = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5), p = gi % wrap, ts = gi / wrap, m = 2 * p + h;
-    if (ts >= tsl || ts >= tc) return; /* whole warps */
+    constexpr int LPR = H / 16, PPW = 16 / LPR, V = 4 * NM; /* lanes a row, pairs a warp, sums a row (4 a matrix) */
+    const int lane = threadIdx.x & 31, rl = lane / LPR, sub = lane % LPR, off = sub * 16, wrap = nm / 2, tc = rows / nm;
+    const int pw = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * PPW + (rl >> 1), p = pw % wrap, ts = pw / wrap, m = 2 * p + (rl & 1);
+    if (ts >= tsl || ts >= tc) return; /* whole warps (wrap is a multiple of PPW) */
     const int4 wl = __ldg((const int4 *)(wp + (size_t)m * H + off));
     const int8_t *nb = noise + (size_t)p * pstride;
-    int4 Bc[2][R];
+    int4 Bc[NM][R];
 #pragma unroll
-    for (int mt = 0; mt < 2; mt++)
+    for (int mt = 0; mt < NM; mt++)
 #pragma unroll
         for (int j = 0; j < R; j++) Bc[mt][j] = __ldg((const int4 *)(nb + (mt ? bo2 : bo) + (size_t)j * H + off));
     int4 xn = __ldg((const int4 *)(X + ((size_t)ts * nm + m) * H + off));
@@ -264,26 +264,30 @@ __global__ void __launch_bounds__(256) lnxb_kernel(int rows, int nm, const int8_
         const size_t row = (size_t)t * nm + m;
         const int4 x = xn;
         if (t + tsl < tc) xn = __ldg((const int4 *)(X + (row + (size_t)tsl * nm) * H + off));
-        const int4 y = ln16_apply<16>(x, wl);
+        const int4 y = ln16_apply<LPR>(x, wl);
         *(int4 *)(Y + row * H + off) = y;
-        /* the 8 sums (matrix mt, rank j < 4; 0 past R) over the row's 16 lanes by halving: each step a lane keeps
-         * half of its values and adds its partner's of that half, so lane 2 (4 mt + j) (and the next) ends with sum
-         * (mt, j) after 8 shuffles (two a sum and level took 4 R) */
-        int v[8];
+        /* the V sums (matrix k / 4, rank k % 4; 0 past R) over the row's LPR lanes by halving: at each of the first
+         * log2 V steps a lane keeps half of its values and adds its partner's of that half (log2 V + ... shuffles, where
+         * summing each on its own took V log2 LPR), then plain sums; idx: the sum this lane ends with */
+        int v[V];
 #pragma unroll
-        for (int mt = 0; mt < 2; mt++)
+        for (int k = 0; k < V; k++) v[k] = k % 4 < R ? dot16(y, Bc[k / 4][k % 4 < R ? k % 4 : 0]) : 0;
+        int idx = 0, nv = V;
+        bool wr = true; /* the lane that writes sum idx (the others hold it too) */
 #pragma unroll
-            for (int j = 0; j < 4; j++) v[4 * mt + j] = j < R ? dot16(y, Bc[mt][j < R ? j : 0]) : 0;
-        const bool b3 = lane & 8, b2 = lane & 4, b1 = lane & 2;
-        int u[4], w2[2];
+        for (int o = LPR / 2; o >= 1; o >>= 1) {
+            const bool b = sub & o;
+            if (nv > 1) {
 #pragma unroll
-        for (int i = 0; i < 4; i++) u[i] = (b3 ? v[i + 4] : v[i]) + __shfl_xor_sync(0xffffffffu, b3 ? v[i] : v[i + 4], 8);
-#pragma unroll
-        for (int i = 0; i < 2; i++) w2[i] = (b2 ? u[i + 2] : u[i]) + __shfl_xor_sync(0xffffffffu, b2 ? u[i] : u[i + 2], 4);
-        int z = (b1 ? w2[1] : w2[0]) + __shfl_xor_sync(0xffffffffu, b1 ? w2[0] : w2[1], 2);
-        z += __shfl_xor_sync(0xffffffffu, z, 1);
-        if (!(lane & 1)) /* matrix b3, rank 2 b2 + b1 of the row (sign: the odd member's negative), as xb_kernel's T */
-            T[(size_t)(b3 ? 1 : 0) * 4 * rows + 4 * row + (b2 ? 2 : 0) + (b1 ? 1 : 0)] = h ? -z : z;
+                for (int i = 0; i < nv / 2; i++) v[i] = (b ? v[i + nv / 2] : v[i]) + __shfl_xor_sync(0xffffffffu, b ? v[i] : v[i + nv / 2], o);
+                idx += b ? nv / 2 : 0;
+                nv /= 2;
+            } else {
+                v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+                wr = wr && !b;
+            }
+        }
+        if (wr) T[(size_t)(idx / 4) * 4 * rows + 4 * row + idx % 4] = (rl & 1) ? -v[0] : v[0]; /* the odd member's negative */
     }
 }
 #endif
