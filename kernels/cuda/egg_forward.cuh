@@ -496,7 +496,7 @@ static bool lnxb_takes(const CudaImpl *c, int n, const int8_t *nz, const int8_t 
            (i2 < 0 || (c->noff[i2] % 16 == 0 && c->m->t[i2].rows % BN == 0));
 }
 /* that LN of the rows [time][n members] of X into Y (wp: the members' perturbed weights), with the T rows of tensors i1
- * (and i2) into T ([2][rows][4]) */
+ * (and i2) into T ([1 or 2][rows][4]); tsl timestep slices, so that about 32 warps an SM walk the pairs */
 static void lnxb_run(CudaImpl *c, int rows, int n, const int8_t *X, const int8_t *wp, const int8_t *nz, int i1, int i2, int8_t *Y, int32_t *T) {
     const int H = c->H, wrap = n / 2, tc = rows / n, ppw = H == 256 ? 1 : 2;
     const int want = (int)(((long long)c->nsm * 32 * ppw + wrap - 1) / wrap), tsl = want < 1 ? 1 : want > tc ? tc : want;
@@ -573,8 +573,8 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
             int8_t *Hl = x->Hs + (size_t)l * hsh;
-            /* rank 2-4 at hidden 256: EGG-LN1 with Wf.x's and Wh.x's T rows (lnxb_kernel), so that their GEMMs need no
-             * xb_kernel pass (EGG_CUDA_LNXB=0: the LN, then that pass) */
+            /* rank 2-4 at hidden 128 and 256: EGG-LN1 with Wf.x's and Wh.x's T rows (lnxb_kernel), so that their GEMMs need
+             * no xb_kernel pass (EGG_CUDA_LNXB=0: the LN, then that pass); layer 0's LN1 runs in the embedding where embln */
             const int ih = id0 + EGG_L_WH;
 #ifdef EGG_MMP
             const bool lnxb = !(l == 0 && embln) && lnxb_takes(c, n, nz, lnp, id0 + EGG_L_WF, ih);

@@ -267,8 +267,9 @@ __global__ void __launch_bounds__(256) lnxb_kernel(int rows, int nm, const int8_
         const int4 y = ln16_apply<LPR>(x, wl);
         *(int4 *)(Y + row * H + off) = y;
         /* the V sums (matrix k / 4, rank k % 4; 0 past R) over the row's LPR lanes by halving: at each of the first
-         * log2 V steps a lane keeps half of its values and adds its partner's of that half (log2 V + ... shuffles, where
-         * summing each on its own took V log2 LPR), then plain sums; idx: the sum this lane ends with */
+         * log2 V steps a lane keeps half of its values and adds its partner's of that half (V - 1 shuffles), then one
+         * plain sum a step (8 shuffles in all at H = 256, NM = 2, where summing each value on its own took 4 V); idx:
+         * the sum this lane ends with */
         int v[V];
 #pragma unroll
         for (int k = 0; k < V; k++) v[k] = k % 4 < R ? dot16(y, Bc[k / 4][k % 4 < R ? k % 4 : 0]) : 0;
