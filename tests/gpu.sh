@@ -183,6 +183,7 @@ configs=(
   "h256-l2-r2-ln1-with-t-rows-a-warp-walks-timesteps|--hidden 256 --layers 2 --rank 2 --pop 8704 --seq 5"
   "h256-l2-r3-sigma5-ln1-then-xb-kernel|--hidden 256 --layers 2 --rank 3 --pop 256 --seq 6 --sigma-shift 5|EGG_CUDA_LNXB=0"
   "h128-l3-r4-lns-with-t-rows-a-warp-walks-timesteps|--hidden 128 --layers 3 --rank 4 --pop 8704 --seq 5"
+  "h512-l2-r3-lns-with-t-rows-a-warp-walks-timesteps|--hidden 512 --layers 2 --rank 3 --pop 4352 --seq 4"
   "h256-r3-sigma5-persistent-gemms-rank-3-mlp-two-gemms|--hidden 256 --layers 1 --rank 3 --pop 256 --seq 5 --sigma-shift 5|EGG_CUDA_FMLPR=0"
   "h128-r3-sigma5-persistent-gemms-rank-3|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 6 --sigma-shift 5"
   "h128-r2-mlp-fused-rank-2|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6"

@@ -202,7 +202,7 @@ struct CudaImpl {
     bool mmx512;              /* and the K = 384 and 512 ones (one X buffer a CTA; EGG_CUDA_MMX512=0: mmw_kernel) */
     bool rgemm;               /* rank 2-4 in mmx_kernel and mmd_kernel, x . B_j from xb_kernel (EGG_CUDA_RGEMM=0: mm_kernel) */
     bool fmlpr;               /* and the fused MLP at hidden 256 (rank 2-4) and 128 (rank 2) (EGG_CUDA_FMLPR=0: up and down in those GEMMs) */
-    bool lnxb;                /* rank 2-4 at hidden 128 and 256: EGG-LN1 and the output LN in lnxb_kernel, with the T rows of Wf.x, Wh.x and the
+    bool lnxb;                /* rank 2-4 at hidden 128, 256 and 512: EGG-LN1 and the output LN in lnxb_kernel, with the T rows of Wf.x, Wh.x and the
                                * head (EGG_CUDA_LNXB=0: xb_kernel's pass) */
     bool resw;                /* mmx_kernel keeps W resident where its tiles fit the stages (EGG_CUDA_RESW=0: streamed) */
     bool fmlp;                /* H = 128/256: a layer's up and down in one mlp_kernel launch, U never in DRAM (EGG_CUDA_FMLP=0: two GEMMs) */

@@ -488,24 +488,26 @@ static void rclus_launch(RclusLaunch *r, int H, int R, int ncl, cudaStream_t st)
 #endif
 #ifdef EGG_MMP
 /* an EGG-LN in lnxb_kernel with the T rows of the GEMMs of tensors i1 (and i2, or -1) that read its output (rank 2-4 at
- * hidden 128 and 256, n members, where mmx_kernel runs those GEMMs from T, and the members' perturbed LN weights are at
+ * hidden 128, 256 and 512, n members, where mmx_kernel runs those GEMMs from T, and the members' perturbed LN weights are at
  * hand): else the LN, and xb_kernel's pass before the GEMMs (EGG_CUDA_LNXB=0) */
 static bool lnxb_takes(const CudaImpl *c, int n, const int8_t *nz, const int8_t *lnp, int i1, int i2) {
-    return c->lnxb && nz && lnp && (c->H == 256 || c->H == 128) && c->r >= 2 && c->r <= 4 && c->rgemm && mmx_takes(c, c->H) &&
+    return c->lnxb && nz && lnp && (c->H == 256 || c->H == 128 || c->H == 512) && c->r >= 2 && c->r <= 4 && c->rgemm && mmx_takes(c, c->H) &&
            (n / 2) % (BM / 2) == 0 && c->pstride % 16 == 0 && c->noff[i1] % 16 == 0 && c->m->t[i1].rows % BN == 0 &&
            (i2 < 0 || (c->noff[i2] % 16 == 0 && c->m->t[i2].rows % BN == 0));
 }
 /* that LN of the rows [time][n members] of X into Y (wp: the members' perturbed weights), with the T rows of tensors i1
  * (and i2) into T ([1 or 2][rows][4]); tsl timestep slices, so that about 32 warps an SM walk the pairs */
 static void lnxb_run(CudaImpl *c, int rows, int n, const int8_t *X, const int8_t *wp, const int8_t *nz, int i1, int i2, int8_t *Y, int32_t *T) {
-    const int H = c->H, wrap = n / 2, tc = rows / n, ppw = H == 256 ? 1 : 2;
-    const int want = (int)(((long long)c->nsm * 32 * ppw + wrap - 1) / wrap), tsl = want < 1 ? 1 : want > tc ? tc : want;
+    const int H = c->H, wrap = n / 2, tc = rows / n, rpw = 512 / H; /* rows a warp */
+    const int want = (int)(((long long)c->nsm * 32 * rpw + 2 * wrap - 1) / (2 * wrap)), tsl = want < 1 ? 1 : want > tc ? tc : want;
     const size_t bo = c->noff[i1] + a_span(c->r, c->m->t[i1].rows), bo2 = i2 < 0 ? 0 : c->noff[i2] + a_span(c->r, c->m->t[i2].rows);
-    const int nb = (int)(((long long)wrap / ppw * tsl * 32 + 255) / 256);
+    const int nb = (int)(((long long)2 * wrap / rpw * tsl * 32 + 255) / 256);
 #define LNXB(HH, NM) lnxb_kernel<HH, decltype(rr)::value, NM><<<nb, 256, 0, c->st>>>(rows, n, X, wp, nz, c->pstride, bo, bo2, tsl, Y, T)
     rank_go(c->r, [&](auto rr) {
         if (H == 256 && i2 >= 0) LNXB(256, 2);
         else if (H == 256) LNXB(256, 1);
+        else if (H == 512 && i2 >= 0) LNXB(512, 2);
+        else if (H == 512) LNXB(512, 1);
         else if (i2 >= 0) LNXB(128, 2);
         else LNXB(128, 1);
     });
@@ -573,7 +575,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         for (int l = 0; l < L; l++) {
             const int id0 = EGG_T_LAYER(l, 0);
             int8_t *Hl = x->Hs + (size_t)l * hsh;
-            /* rank 2-4 at hidden 128 and 256: EGG-LN1 with Wf.x's and Wh.x's T rows (lnxb_kernel), so that their GEMMs need
+            /* rank 2-4 at hidden 128, 256 and 512: EGG-LN1 with Wf.x's and Wh.x's T rows (lnxb_kernel), so that their GEMMs need
              * no xb_kernel pass (EGG_CUDA_LNXB=0: the LN, then that pass); layer 0's LN1 runs in the embedding where embln */
             const int ih = id0 + EGG_L_WH;
 #ifdef EGG_MMP

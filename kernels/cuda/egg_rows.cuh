@@ -238,20 +238,22 @@ __global__ void ln16_kernel(int rows, int nm, const int8_t *X, const int8_t *w, 
     if (in) *(int4 *)(Y + (size_t)row * H + off) = y;
 }
 
-/* EGG-LN at H = 128 and 256 with, at rank R = 2-4, the T rows of the NM GEMMs that read its output (Wf.x and Wh.x
+/* EGG-LN at H = 128, 256 and 512 with, at rank R = 2-4, the T rows of the NM GEMMs that read its output (Wf.x and Wh.x
  * after LN1; the head after the output LN): sign * y . B_j of each, as xb_kernel writes them, so that mmx_kernel needs
- * no pass of its own over y. LPR = H / 16 lanes a row, 16 bytes a lane as ln16_kernel; a warp takes 16 / LPR pairs,
- * their members' rows side by side, and walks their timesteps ts, ts + tsl, ..., the pairs' B rows and the members'
+ * no pass of its own over y. LPR = H / 16 lanes a row, 16 bytes a lane as ln16_kernel; a warp takes 32 / LPR rows (at
+ * 512 one, a pair's two rows on adjacent warps), the members' rows of a pair side by side, and walks their timesteps
+ * ts, ts + tsl, ..., the pairs' B rows and the members'
  * perturbed LN weights (wp) in registers and the next timestep's x loaded under this one's work. Rows [time][nm
  * members]; bo, bo2: the matrices' B rows in a pair's noise blob; T: [NM][rows][4] */
 #ifdef EGG_MMP
 template <int H, int R, int NM>
-__global__ void __launch_bounds__(256) lnxb_kernel(int rows, int nm, const int8_t *X, const int8_t *wp, const int8_t *noise, size_t pstride,
+__global__ void __launch_bounds__(256, 3) lnxb_kernel(int rows, int nm, const int8_t *X, const int8_t *wp, const int8_t *noise, size_t pstride,
                                                    size_t bo, size_t bo2, int tsl, int8_t *Y, int32_t *T) {
-    constexpr int LPR = H / 16, PPW = 16 / LPR, V = 4 * NM; /* lanes a row, pairs a warp, sums a row (4 a matrix) */
+    constexpr int LPR = H / 16, RPW = 32 / LPR, V = 4 * NM; /* lanes a row, rows a warp, sums a row (4 a matrix) */
     const int lane = threadIdx.x & 31, rl = lane / LPR, sub = lane % LPR, off = sub * 16, wrap = nm / 2, tc = rows / nm;
-    const int pw = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * PPW + (rl >> 1), p = pw % wrap, ts = pw / wrap, m = 2 * p + (rl & 1);
-    if (ts >= tsl || ts >= tc) return; /* whole warps (wrap is a multiple of PPW) */
+    const int slot = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * RPW + rl, pw = slot >> 1; /* row slot; its pair (and slice) */
+    const int p = pw % wrap, ts = pw / wrap, odd = slot & 1, m = 2 * p + odd;
+    if (ts >= tsl || ts >= tc) return; /* whole warps (wrap is a multiple of a warp's pairs) */
     const int4 wl = __ldg((const int4 *)(wp + (size_t)m * H + off));
     const int8_t *nb = noise + (size_t)p * pstride;
     int4 Bc[NM][R];
@@ -288,7 +290,7 @@ __global__ void __launch_bounds__(256) lnxb_kernel(int rows, int nm, const int8_
                 wr = wr && !b;
             }
         }
-        if (wr) T[(size_t)(idx / 4) * 4 * rows + 4 * row + idx % 4] = (rl & 1) ? -v[0] : v[0]; /* the odd member's negative */
+        if (wr) T[(size_t)(idx / 4) * 4 * rows + 4 * row + idx % 4] = odd ? -v[0] : v[0]; /* the odd member's negative */
     }
 }
 #endif
