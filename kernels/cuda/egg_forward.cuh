@@ -514,6 +514,22 @@ static void lnxb_run(CudaImpl *c, int rows, int n, const int8_t *X, const int8_t
 #undef LNXB
 }
 #endif
+/* EGG-LN of weight tensor id (vector v of the members' perturbed ones) as ln(); where lnxb_kernel takes it, with the T
+ * rows of tensors i1 (and i2, or -1) into T, and *tr = true (their GEMMs then skip xb_kernel's pass) */
+static int ln_t(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, const int8_t *nz, const int8_t *lnp, int8_t *Y, int i1, int i2,
+                int32_t *T, bool *tr, egg_err *err) {
+#ifdef EGG_MMP
+    if ((*tr = lnxb_takes(c, n, nz, lnp, i1, i2))) {
+        lnxb_run(c, rows, n, X, lnp + (size_t)v * n * c->H, nz, i1, i2, Y, T);
+        CKL();
+        return 0;
+    }
+#else
+    (void)i1; (void)i2; (void)T;
+    *tr = false;
+#endif
+    return ln(c, rows, n, X, id, v, nz, lnp, Y, err);
+}
 static bool rec_split(const CudaImpl *c, bool noisy) {
     return !rec_chunked(c, noisy) && !rec_clustered(c, noisy) && c->H % 16 == 0 && (c->rsplit >= 2 || (c->rsplit == 1 && c->H >= 768));
 }
@@ -578,16 +594,10 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             /* rank 2-4 at hidden 128, 256 and 512: EGG-LN1 with Wf.x's and Wh.x's T rows (lnxb_kernel), so that their GEMMs need
              * no xb_kernel pass (EGG_CUDA_LNXB=0: the LN, then that pass); layer 0's LN1 runs in the embedding where embln */
             const int ih = id0 + EGG_L_WH;
-#ifdef EGG_MMP
-            const bool lnxb = !(l == 0 && embln) && lnxb_takes(c, n, nz, lnp, id0 + EGG_L_WF, ih);
-            if (lnxb) {
-                lnxb_run(c, rows, n, x->X, lnp + (size_t)(2 * l) * n * H, nz, id0 + EGG_L_WF, ih, x->XN, (int32_t *)x->U);
-                CKL();
-            } else
-#else
-            const bool lnxb = false;
-#endif
-            if (!(l == 0 && embln) && (rc = ln(c, rows, n, x->X, id0 + EGG_L_LN1, 2 * l, nz, lnp, x->XN, err))) return rc;
+            bool lnxb = false;
+            if (!(l == 0 && embln) &&
+                (rc = ln_t(c, rows, n, x->X, id0 + EGG_L_LN1, 2 * l, nz, lnp, x->XN, id0 + EGG_L_WF, ih, (int32_t *)x->U, &lnxb, err)))
+                return rc;
             prof_mark(c, P_LN);
             /* the input projections of the whole chunk at once */
             { /* Wf.x and Wh.x: one launch reading the chunk's x once where mmx_kernel takes them (EGG_CUDA_DUAL=0: two) */
@@ -705,17 +715,8 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 prof_mark(c, P_DOWN);
             }
         }
-        /* the output LN, with the head's T rows where lnxb_kernel takes it */
-#ifdef EGG_MMP
-        const bool hxb = lnxb_takes(c, n, nz, lnp, EGG_T_HEAD(L), -1);
-        if (hxb) {
-            lnxb_run(c, rows, n, x->X, lnp + (size_t)(2 * L) * n * H, nz, EGG_T_HEAD(L), -1, x->XN, tfx.T);
-            CKL();
-        } else
-#else
-        const bool hxb = false;
-#endif
-        if ((rc = ln(c, rows, n, x->X, EGG_T_LNOUT(L), 2 * L, nz, lnp, x->XN, err))) return rc;
+        bool hxb = false; /* the output LN, with the head's T rows where lnxb_kernel takes it */
+        if ((rc = ln_t(c, rows, n, x->X, EGG_T_LNOUT(L), 2 * L, nz, lnp, x->XN, EGG_T_HEAD(L), -1, tfx.T, &hxb, err))) return rc;
         prof_mark(c, P_LN);
         MMArgs th = tfx;
         th.tready = hxb;
