@@ -175,6 +175,10 @@ configs=(
   "h256-l3-r2-recurrence-chunk-rank-2|--hidden 256 --layers 3 --rank 2 --pop 258 --seq 7"
   "h128-l2-r3-sigma5-recurrence-chunk-rank-3|--hidden 128 --layers 2 --rank 3 --pop 194 --seq 8 --sigma-shift 5"
   "h256-r4-sigma0-recurrence-chunk-rank-4-chunked|--hidden 256 --layers 2 --rank 4 --pop 130 --seq 7 --sigma-shift 0 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
+  # rank 3-4 at perturbation shift 8: a thread's two rows are one pair (rec_rows<true>); chunk edges, token-0 resets and a
+  # partial last row block (194 members), and at hidden 128 two CTAs an SM with a partial block (322)
+  "h256-r3-recurrence-chunk-a-thread-a-pair-chunked|--hidden 256 --layers 2 --rank 3 --pop 194 --seq 7 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
+  "h128-r4-recurrence-chunk-a-thread-a-pair|--hidden 128 --layers 2 --rank 4 --pop 322 --seq 6"
   "h256-r2-recurrence-per-timestep-rank-2|--hidden 256 --layers 2 --rank 2 --pop 194 --seq 6|EGG_CUDA_RREG=0"
   "h256-l2-r2-persistent-gemms-rank-2|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 7|EGG_CUDA_FMLPR=0"
   "h256-r4-sigma0-persistent-gemms-mlp-fused-rank-4-3ctas|--hidden 256 --layers 2 --rank 4 --pop 384 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"

@@ -34,13 +34,17 @@ struct RecChunk {
 };
 template <int H> __host__ __device__ constexpr int rchunk_threads() { return 128 * (H / 64); }
 /* a thread's two rows (w4 16 + gid, + 8) of the row block at m0: whether each is a member (ok) and its member index
- * (gc; 0 past the last, so its loads stay in bounds) */
+ * (gc; 0 past the last, so its loads stay in bounds). PAIR: the two rows hold one pair, members m0 + w4 16 + 2 gid and
+ * + 1 (row hr is the member of sign hr), so the thread loads the pair's noise once for both; else row r is member
+ * m0 + r */
+template <bool PAIR = false>
 __device__ __forceinline__ void rec_rows(int m0, int n, int w4, int gid, int (&row)[2], bool (&ok)[2], int (&gc)[2]) {
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) {
         row[hr] = w4 * 16 + gid + hr * 8;
-        ok[hr] = m0 + row[hr] < n;
-        gc[hr] = ok[hr] ? m0 + row[hr] : 0;
+        const int mi = PAIR ? w4 * 16 + 2 * gid + hr : row[hr];
+        ok[hr] = m0 + mi < n;
+        gc[hr] = ok[hr] ? m0 + mi : 0;
     }
 }
 #ifdef MMP_WGMMA
@@ -72,13 +76,10 @@ __device__ __forceinline__ void rec_epi(const int (&d)[32], int hr, int t, int4 
                         ps, yl[w], yu[w]);
 }
 /* rec_epi at rank R >= 2 (the generic epilogue, epi_quad_r, p in 32 bits: K = H <= 256; E8: s = ps = 8, epi_quad_r8 on
- * t_split(t), its lanes straight); Ap: the row's pair's A values at the thread's 16 columns (A_j at Ap + j H) */
-template <int H, int R, bool E8>
-__device__ __forceinline__ void rec_epi_r(const int (&d)[32], int hr, const int (&t)[R], const int8_t *Ap, int s, int ps, unsigned (&yl)[4],
-                                          unsigned (&yu)[4]) {
-    int4 Aj[R];
-#pragma unroll
-    for (int j = 0; j < R; j++) Aj[j] = __ldg((const int4 *)(Ap + (size_t)j * H));
+ * t_split(t), its lanes straight); Aj: the row's pair's A values of rank j at the thread's 16 columns */
+template <int R, bool E8>
+__device__ __forceinline__ void rec_epi_ra(const int (&d)[32], int hr, const int (&t)[R], const int4 (&Aj)[R], int s, int ps, unsigned (&yl)[4],
+                                           unsigned (&yu)[4]) {
     const int4 ts = E8 ? t_split(make_int4(t[0], t[1], R > 2 ? t[R > 2 ? 2 : 0] : 0, R > 3 ? t[R > 3 ? 3 : 0] : 0)) : int4{};
 #pragma unroll
     for (int w = 0; w < 4; w++) {
@@ -94,6 +95,15 @@ __device__ __forceinline__ void rec_epi_r(const int (&d)[32], int hr, const int 
             yu[w] = hi2(y);
         }
     }
+}
+/* rec_epi_ra with the A values loaded here: Ap, the row's pair's A values at the thread's 16 columns (A_j at Ap + j H) */
+template <int H, int R, bool E8>
+__device__ __forceinline__ void rec_epi_r(const int (&d)[32], int hr, const int (&t)[R], const int8_t *Ap, int s, int ps, unsigned (&yl)[4],
+                                          unsigned (&yu)[4]) {
+    int4 Aj[R];
+#pragma unroll
+    for (int j = 0; j < R; j++) Aj[j] = __ldg((const int4 *)(Ap + (size_t)j * H));
+    rec_epi_ra<R, E8>(d, hr, t, Aj, s, ps, yl, yu);
 }
 #endif
 /* H = 128 has room for its own X tile and the members' perturbed biases (bf, bh, ln2) */
@@ -366,6 +376,11 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
     /* R >= 2: the A values come from global memory (rec_epi_r) and As holds the x.B partials instead */
     constexpr int RK = R > 1 ? R : 1;
     constexpr bool PRE = R == 1 && H == 256; /* a phase's B noise loaded under its MMA (bn), at rank 1 and H = 256 */
+    /* PB (rank 3-4 at EP = 2): a thread's two rows are one pair (rec_rows<true>), whose A and B noise it loads once for
+     * both: the A values under the MMA, the x.B_j partials after both rows. Rank 4 at hidden 256 spilled 80 bytes
+     * without it and none with it; at rank 2 the recurrence measured 1% slower with it, and at the other epilogues
+     * and rank 1 ptxas spilled more */
+    constexpr bool PB = R > 2 && EP == 2;
     int4 *lns = (int4 *)(As + 2 * 32 * RRA) + 2 * RBM;                      /* [RBM]: a row's sum |R| partials */
     int4 *tsx = R > 1 ? (int4 *)As : (int4 *)(As + 2 * 32 * RRA);          /* [2][RK][RBM]: a row's x.B_j partials of the H / 64
                                                                             * warpgroups (h, g) */
@@ -408,27 +423,45 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
         const int m0 = rb * RBM;
         int row[2], gc[2];
         bool ok[2];
-        rec_rows(m0, n, w4, gid, row, ok, gc);
+        rec_rows<PB>(m0, n, w4, gid, row, ok, gc);
+        /* row hr's member's sign (PB: hr) and its pair's noise at the thread's 16 columns */
+        auto sgn = [&](int hr) { return PB ? hr : row[hr] & 1; };
+        auto pnoise = [&](int hr) { return a.noise + (size_t)(gc[PB ? 0 : hr] >> 1) * a.pstride + c0; };
         /* the row's B noise of Uf / Uh (its 16 columns), the row's (perturbed) bias of phase ph: loaded when used, as
          * registers do not hold them across the chunk */
-        auto bload = [&](int hr, size_t off, int j = 0) {
-            return ldg_hint(a.noise + (size_t)(gc[hr] >> 1) * a.pstride + off + a_span(RK, H) + (size_t)j * H + c0, keep);
+        auto bload = [&](int hr, size_t off, int j = 0) { return ldg_hint(pnoise(hr) + off + a_span(RK, H) + (size_t)j * H, keep); };
+        /* PB: the pair's A values of phase ph, for both rows' epilogues */
+        auto aload_r = [&](int ph, int4 (&Aj)[RK]) {
+#pragma unroll
+            for (int j = 0; j < RK; j++) Aj[j] = __ldg((const int4 *)(pnoise(0) + (ph ? a.off_uh : a.off_uf) + (size_t)j * H));
         };
-        /* R >= 2: the epilogue of phase ph, t_j the row's x.B_j from the phase's slots with the row's sign */
-        auto epi_r = [&](int ph, int hr, unsigned (&yl)[4], unsigned (&yu)[4]) {
+        /* R >= 2: the epilogue of phase ph, t_j the row's x.B_j from the phase's slots with the row's sign; Aj from
+         * aload_r (PB), else loaded here */
+        auto epi_r = [&](int ph, int hr, const int4 (&Aj)[RK], unsigned (&yl)[4], unsigned (&yu)[4]) {
             int t[RK];
 #pragma unroll
             for (int j = 0; j < RK; j++) {
                 const int v = sum4(tsx[(ph * RK + j) * RBM + row[hr]]);
-                t[j] = (row[hr] & 1) ? -v : v;
+                t[j] = sgn(hr) ? -v : v;
             }
-            rec_epi_r<H, RK, R >= 2 && EP == 2>(d, hr, t, a.noise + (size_t)(gc[hr] >> 1) * a.pstride + (ph ? a.off_uh : a.off_uf) + c0, s, ps, yl, yu);
+            if constexpr (PB) rec_epi_ra<RK, true>(d, hr, t, Aj, s, ps, yl, yu);
+            else rec_epi_r<H, RK, false>(d, hr, t, pnoise(hr) + (ph ? a.off_uh : a.off_uf), s, ps, yl, yu);
         };
-        /* x . B_j partials of the row's 16 bytes v into phase ph's slots (R > 0); pre: B_0 is b0, loaded under the MMA
+        /* x . B_j partials of row hr's 16 bytes v into phase ph's slots (R > 0); pre: B_0 is b0, loaded under the MMA
          * (rank 1 at H = 256) */
-        auto partials = [&](int ph, int hr, int4 v, size_t off, bool pre = false, int4 b0 = int4{}) {
+        auto partials1 = [&](int ph, int hr, int4 v, size_t off, bool pre = false, int4 b0 = int4{}) {
 #pragma unroll
             for (int j = 0; j < RK; j++) partial(tsx + (ph * RK + j) * RBM, row[hr], dot16(v, j == 0 && pre ? b0 : bload(hr, off, j)));
+        };
+        /* the same for both rows, each B row loaded once for the two (PB; elsewhere each row's partials go out in the
+         * row's loop, as holding the first row's bytes through the second's epilogue spilled) */
+        auto partials = [&](int ph, const int4 (&v)[2], size_t off) {
+#pragma unroll
+            for (int j = 0; j < RK; j++) {
+                const int4 b = bload(0, off, j);
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) partial(tsx + (ph * RK + j) * RBM, row[hr], dot16(v[hr], b));
+            }
         };
         auto pload = [&](int hr, int ph) {
             return R > 0 ? ldg_hint((ph ? a.bph : a.bpf) + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)((ph ? a.bh : a.bf) + c0));
@@ -472,12 +505,18 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             if (t + 1 < a.tc && tid == 3) asm volatile("prefetch.global.L2 [%0];" ::"l"(a.rz + (size_t)(t + 1) * n + m0));
         };
         if (a.l2pf) l2pf(0);
+        {
+            int4 hv[2];
 #pragma unroll
-        for (int hr = 0; hr < 2; hr++) {
-            const size_t gi = (size_t)gc[hr] * H + c0;
-            const int4 hv = ok[hr] ? __ldg((const int4 *)(a.Hs + gi)) : make_int4(0, 0, 0, 0);
-            *(int4 *)(Xh + sw(row[hr], c0)) = hv;
-            if (R > 0) partials(0, hr, hv, a.off_uf);
+            for (int hr = 0; hr < 2; hr++) {
+                const size_t gi = (size_t)gc[hr] * H + c0;
+                hv[hr] = ok[hr] ? __ldg((const int4 *)(a.Hs + gi)) : make_int4(0, 0, 0, 0);
+                *(int4 *)(Xh + sw(row[hr], c0)) = hv[hr];
+            }
+            if (PB) partials(0, hv, a.off_uf);
+            else if (R > 0)
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) partials1(0, hr, hv[hr], a.off_uf);
         }
         cp_wait<0>();
         fence_proxy_async(); /* Xh, read next by the tensor cores */
@@ -488,7 +527,7 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
             const size_t tb = (size_t)t * nH;
             const uint8_t *rzn = t + 1 < a.tc ? a.rz + (size_t)(t + 1) * n : a.rz0;
             /* ---- phase 0 */
-            int4 ef[2], pf[2], eh[2], xv[2], ph[2], bn[2];
+            int4 ef[2], pf[2], eh[2], xv[2], ph[2], bn[2], ov[2];
             int rz[2];
             mma(d, Xh, Wfs);
             if (a.l2pf) l2pf(t + 1);
@@ -497,26 +536,28 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 ef[hr] = ldg_hint(a.TF + tb + (size_t)gc[hr] * H + c0, once);
                 pf[hr] = pload(hr, 0);
                 if (PRE) bn[hr] = bload(hr, a.off_uh); /* the phase's B noise under the MMA (at its use an L2
-                                                                      * latency a phase; at H = 128 its registers spill) */
+                                                        * latency a phase; at H = 128 its registers spill) */
             }
             /* EGG-LN of the previous timestep's R; at H = 128 at t = 0 too, not stored (Rs and lns hold the row block
              * before's last, or lns its zeros), so no branch in the phase: recurrence −2.5–3.6% there; at 256 the same
              * measured 1% slower */
             if (lnf && (H == 128 || t > 0)) ln_out(t > 0 ? tb - nH : 0, wln, t > 0);
             int tt[2];
-            int4 Av[2];
-            /* phase ph's rank-1 terms: the rows' sign * (x . B) from the warpgroups' partials, A under the MMA (EP = 2) */
+            int4 Av[2], Aj[RK];
+            /* phase ph's rank-1 terms: the rows' sign * (x . B) from the warpgroups' partials, A under the MMA (EP = 2);
+             * PB: the pair's A values for both rows, under the MMA too */
             auto terms = [&](int phase) {
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) {
                     const int t = R == 1 ? sum4(tsx[phase * RBM + row[hr]]) : 0;
-                    tt[hr] = (row[hr] & 1) ? -t : t;
+                    tt[hr] = sgn(hr) ? -t : t;
                     if (EP == 2 && R == 1) Av[hr] = aload(phase, hr);
                 }
+                if (PB) aload_r(phase, Aj);
             };
             /* phase ph's epilogue of the row's accumulators: rank 1 with t and A from terms, rank 2-4 in epi_r */
             auto epi_ph = [&](int ph, int hr, unsigned (&yl)[4], unsigned (&yu)[4]) {
-                if constexpr (R > 1) epi_r(ph, hr, yl, yu);
+                if constexpr (R > 1) epi_r(ph, hr, Aj, yl, yu);
                 else epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(ph, hr), yl, yu);
             };
             terms(0);
@@ -535,8 +576,10 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 }
                 *(int4 *)(Gs + sw(row[hr], c0)) = gv;
                 *(int4 *)(Fs + sw(row[hr], c0)) = pv;
-                if (R > 0) partials(1, hr, gv, a.off_uh, PRE, PRE ? bn[hr] : int4{});
+                if (!PB && R > 0) partials1(1, hr, gv, a.off_uh, PRE, PRE ? bn[hr] : int4{});
+                ov[hr] = gv;
             }
+            if (PB) partials(1, ov, a.off_uh);
             fence_proxy_async(); /* g, read next by the tensor cores */
             __syncthreads();
             /* ---- phase 1 */
@@ -578,8 +621,10 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                     *(int4 *)(Rs + sw(row[hr], c0)) = ro;
                     partial(lns, row[hr], sa);
                 }
-                if (R > 0) partials(0, hr, ho, a.off_uf, PRE, PRE ? bn[hr] : int4{});
+                if (!PB && R > 0) partials1(0, hr, ho, a.off_uf, PRE, PRE ? bn[hr] : int4{});
+                ov[hr] = ho;
             }
+            if (PB) partials(0, ov, a.off_uf);
             if (WLP && lnf)
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) wln[hr] = R > 0 ? ldg_hint(a.bpl + (size_t)gc[hr] * H + c0, keep) : __ldg((const int4 *)(a.ln + c0));
