@@ -179,6 +179,12 @@ configs=(
   # partial last row block (194 members), and at hidden 128 two CTAs an SM with a partial block (322)
   "h256-r3-recurrence-chunk-a-thread-a-pair-chunked|--hidden 256 --layers 2 --rank 3 --pop 194 --seq 7 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
   "h128-r4-recurrence-chunk-a-thread-a-pair|--hidden 128 --layers 2 --rank 4 --pop 322 --seq 6"
+  # rank 2-4 where the fused MLP runs: the chunk recurrence without EGG-LN2, lnxb_kernel's LN2 with up's T rows (v138),
+  # chunked with token-0 resets, at hidden 128 (rank 2) and at sigma-shift 5 (the generic epilogue); and the LN2 in the
+  # recurrence with up's T rows from xb_kernel (EGG_CUDA_LN2XB=0)
+  "h128-l2-r2-ln2-with-up-t-rows-chunked|--hidden 128 --layers 2 --rank 2 --pop 384 --seq 7 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
+  "h256-r4-sigma5-ln2-with-up-t-rows|--hidden 256 --layers 2 --rank 4 --pop 256 --seq 6 --sigma-shift 5"
+  "h256-l2-r3-ln2-in-the-recurrence-chunked|--hidden 256 --layers 2 --rank 3 --pop 384 --seq 7 --data $T/t.bin|EGG_CUDA_LN2XB=0 EGG_CUDA_TCHUNK=3"
   "h256-r2-recurrence-per-timestep-rank-2|--hidden 256 --layers 2 --rank 2 --pop 194 --seq 6|EGG_CUDA_RREG=0"
   "h256-l2-r2-persistent-gemms-rank-2|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 7|EGG_CUDA_FMLPR=0"
   "h256-r4-sigma0-persistent-gemms-mlp-fused-rank-4-3ctas|--hidden 256 --layers 2 --rank 4 --pop 384 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"

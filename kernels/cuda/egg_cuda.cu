@@ -204,6 +204,9 @@ struct CudaImpl {
     bool fmlpr;               /* and the fused MLP at hidden 256 (rank 2-4) and 128 (rank 2) (EGG_CUDA_FMLPR=0: up and down in those GEMMs) */
     bool lnxb;                /* rank 2-4 at hidden 128, 256 and 512: EGG-LN1 and the output LN in lnxb_kernel, with the T rows of Wf.x, Wh.x and the
                                * head (EGG_CUDA_LNXB=0: xb_kernel's pass) */
+    bool ln2xb;               /* rank 2-4 at hidden 256 (and 128 at rank 2) where the fused MLP runs: the chunk recurrence without
+                               * EGG-LN2, then lnxb_kernel's LN2 with up's T rows (EGG_CUDA_LN2XB=0: LN2 in the recurrence,
+                               * up's T rows from xb_kernel) */
     bool resw;                /* mmx_kernel keeps W resident where its tiles fit the stages (EGG_CUDA_RESW=0: streamed) */
     bool fmlp;                /* H = 128/256: a layer's up and down in one mlp_kernel launch, U never in DRAM (EGG_CUDA_FMLP=0: two GEMMs) */
 #endif
@@ -1303,6 +1306,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                            (size_t)mlp_smem_bytes(128, 2) <= prop.sharedMemPerBlockOptin;
                 const char *el = getenv("EGG_CUDA_LNXB");
                 c->lnxb = !(el && atoi(el) == 0);
+                const char *e2x = getenv("EGG_CUDA_LN2XB");
+                c->ln2xb = !(e2x && atoi(e2x) == 0);
                 if (c->rgemm) {
 #define MXR_ATTR(R, EP, KT) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes(0, R)));
 #define MDR_ATTR1(R, W, M, NH) CK(cudaFuncSetAttribute(mmd_kernel<R, W, M, NH>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(R, NH)));
@@ -1366,6 +1371,10 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                     RREG_ATTR(128, 0, 0) RREG_ATTR(128, 1, 0) RREG_ATTR(128, 1, 2)
                     RREG_ATTR(256, 2, 0) RREG_ATTR(256, 3, 0) RREG_ATTR(256, 4, 0) RREG_ATTR(128, 2, 0) RREG_ATTR(128, 3, 0) RREG_ATTR(128, 4, 0)
                     RREG_ATTR(256, 2, 2) RREG_ATTR(256, 3, 2) RREG_ATTR(256, 4, 2) RREG_ATTR(128, 2, 2) RREG_ATTR(128, 3, 2) RREG_ATTR(128, 4, 2)
+#undef RREG_ATTR
+#define RREG_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(rreg_kernel<HH, R, EP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, rreg_smem_bytes<HH>()));
+                    RREG_ATTR(256, 2, 0) RREG_ATTR(256, 3, 0) RREG_ATTR(256, 4, 0) RREG_ATTR(128, 2, 0)
+                    RREG_ATTR(256, 2, 2) RREG_ATTR(256, 3, 2) RREG_ATTR(256, 4, 2) RREG_ATTR(128, 2, 2)
 #undef RREG_ATTR
                     int r1 = 0;
                     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r1, rreg_kernel<128, 1, 2>, rchunk_threads<128>(), rreg_smem_bytes<128>()));

@@ -316,16 +316,21 @@ static void set_tord(const CudaImpl *c, MMArgs *a) {
  * xb_kernel into TF) with a row block's pairs consecutive in the noise blob): *done = 1; else *done = 0 and the caller
  * runs the two GEMMs. At H = 128 rank 4 ran 29% slower fused than as two GEMMs (its epilogues far longer than the other
  * warpgroup's MMAs they run under) */
-static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done, egg_err *err) {
-    *done = 0;
-    const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, r = noisy ? c->r : 0, wrap = x->n / 2;
+static bool mlp_fused_takes(const CudaImpl *c, const Ctx *x, int l, int r) {
+    const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, wrap = x->n / 2;
     if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] ||
         (r > 1 && (r > (H == 256 ? 4 : 2) || !c->rgemm || !c->fmlpr)) ||
         (ml_rs(H) && !wpu_of(c, iu)) ||
         egg_mm_shift((uint32_t)H) != 8)
-        return 0;
-    if (r && (wrap % (BM / 2) != 0 || c->pstride >= ((size_t)1 << 31) || c->pstride % 16 != 0 || c->noff[iu] % 16 != 0 || c->noff[idn] % 16 != 0))
-        return 0;
+        return false;
+    return !(r && (wrap % (BM / 2) != 0 || c->pstride >= ((size_t)1 << 31) || c->pstride % 16 != 0 || c->noff[iu] % 16 != 0 ||
+                   c->noff[idn] % 16 != 0));
+}
+/* tup: at rank 2-4 up's T rows, written already (by EGG-LN2 in lnxb_kernel), else NULL: xb_kernel's pass here */
+static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, const int32_t *tup, int *done, egg_err *err) {
+    *done = 0;
+    const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, r = noisy ? c->r : 0, wrap = x->n / 2;
+    if (!mlp_fused_takes(c, x, l, r)) return 0;
     MMArgs a; /* down's GEMM: Y = X (the residual stream), other = R */
     memset(&a, 0, sizeof a);
     a.M = rows; a.N = H; a.K = 4 * H; a.s = egg_mm_shift((uint32_t)(4 * H)); a.pshift = c->pshift; a.r = r;
@@ -346,11 +351,13 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, int *done,
     const size_t au = c->noff[iu];
 #define MLP_GO(HH, R, EP) mlp_kernel<HH, R, EP><<<nx, MX_THREADS, sm, c->st>>>(a, au, tmx, tmwu, tmnu, tmwd, tmnd)
     const int ep = r && c->pshift == 8 ? 2 : r && c->pshift > 8 ? 1 : 0;
-    if (r >= 2) { /* x . B_up_j of every row into TF (free once the recurrence has read it), then the kernel */
+    if (r >= 2) { /* x . B_up_j of every row into TF (free once the recurrence has read it; there already: tup), then the kernel */
         if (rows % (2 * wrap)) return 0;
-        a.T = (int32_t *)x->TF;
-        int rc = xb_run(c, r, 1, rows, H, x->XN, H, a.noise, c->pstride, au + a_span(r, 4 * H), 0, wrap, a.T, err);
-        if (rc) return rc;
+        a.T = tup ? (int32_t *)tup : (int32_t *)x->TF;
+        if (!tup) {
+            const int rc = xb_run(c, r, 1, rows, H, x->XN, H, a.noise, c->pstride, au + a_span(r, 4 * H), 0, wrap, a.T, err);
+            if (rc) return rc;
+        }
 #define MLP_R(RR) (ep == 2 ? MLP_GO(256, RR, 2) : MLP_GO(256, RR, 0))
         if (H == 128) { if (ep == 2) MLP_GO(128, 2, 2); else MLP_GO(128, 2, 0); }
         else rank_go(r, [&](auto rr) { MLP_R(decltype(rr)::value); });
@@ -613,20 +620,30 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             /* the recurrence: f = Uf.h + Wf.x + bf, g = gate(f, h); c = Uh.g + Wh.x + bh, h' = mix(f, c, h),
              * R = h' + x (state reset where the next token is 0); one kernel for the chunk, or two GEMMs per timestep */
 #ifdef EGG_MMP
+            /* rank 2-4 where the fused MLP runs and lnxb_kernel takes EGG-LN2 with up's T rows (EGG_CUDA_LN2XB): the
+             * recurrence without the LN, then that LN, so that the MLP needs no xb_kernel pass */
+            const bool ln2x = nz && c->r >= 2 && c->ln2xb && c->rreg && lnxb_takes(c, n, nz, lnp, id0 + EGG_L_UP, -1) &&
+                              mlp_fused_takes(c, x, l, c->r);
             /* rank 2-4: rreg_kernel alone, with the step's perturbed biases and LN2 weights (else per timestep) */
-            const bool chunked = rec_chunked(c, noisy) && (!nz || c->r <= 1 || (lnp && (H == 128 || c->ln2_fuse)));
+            const bool chunked = rec_chunked(c, noisy) && (!nz || c->r <= 1 || (lnp && (H == 128 || c->ln2_fuse || ln2x)));
             if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
-                const RecChunk rc2 = rec_args(c, x, l, nz, lnp, Hl, tc, H == 128 || c->ln2_fuse);
+                const RecChunk rc2 = rec_args(c, x, l, nz, lnp, Hl, tc, !ln2x && (H == 128 || c->ln2_fuse));
                 const int nrb = (n + RBM - 1) / RBM, cap = c->rchunk_ctas[H == 256], nb = nrb < cap ? nrb : cap;
                 /* the pass on the fragments where the step's perturbed biases (and at H = 128 LN2 weights) are at hand;
                  * at H = 128 not with the epilogue of perturbation shifts > 8, which spills there */
                 const int ep = rc2.s == 8 ? (c->pshift == 8 ? 2 : c->pshift > 8 ? 1 : 0) : 0;
-                if (c->rreg && (!nz || (rc2.bpf && rc2.bpl && (H == 256 || ep != 1 || c->r >= 2)))) {
+                if (c->rreg && (!nz || (rc2.bpf && (rc2.bpl || ln2x) && (H == 256 || ep != 1 || c->r >= 2)))) {
                     const int nr = nrb < c->rreg_ctas[H == 256] ? nrb : c->rreg_ctas[H == 256];
-#define RREG_R(HH, RR) (ep == 2 ? rreg_kernel<HH, RR, 2><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2) \
-                              : rreg_kernel<HH, RR, 0><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2))
+#define RREG_R(HH, RR, LN) (ep == 2 ? rreg_kernel<HH, RR, 2, LN><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2) \
+                                  : rreg_kernel<HH, RR, 0, LN><<<nr, rchunk_threads<HH>(), rreg_smem_bytes<HH>(), c->st>>>(rc2))
                     if (nz && c->r >= 2) { /* rank 2-4: the generic epilogue (s = ps = 8: epi_quad_r8), the A values from global memory */
-                        rank_go(c->r, [&](auto rr) { if (H == 256) RREG_R(256, decltype(rr)::value); else RREG_R(128, decltype(rr)::value); });
+                        rank_go(c->r, [&](auto rr) {
+                            constexpr int RR = decltype(rr)::value;
+                            if (H == 256 && ln2x) RREG_R(256, RR, false);
+                            else if (H == 256) RREG_R(256, RR, true);
+                            else if (ln2x && RR == 2) RREG_R(128, 2, false); /* the fused MLP takes rank 2 at 128 */
+                            else RREG_R(128, RR, true);
+                        });
                     }
 #undef RREG_R
                     else if (H == 256 && nz && ep == 2) rreg_kernel<256, 1, 2><<<nr, rchunk_threads<256>(), rreg_smem_bytes<256>(), c->st>>>(rc2);
@@ -668,9 +685,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 CK(le);
             }
 #else
-            const bool chunked = false, clustered = false;
+            const bool chunked = false, clustered = false, ln2x = false;
 #endif
-            const bool ln2_fused = (chunked && (H == 128 || (H == 256 && nz && lnp && c->ln2_fuse))) || clustered;
+            const bool ln2_fused = (chunked && !ln2x && (H == 128 || (H == 256 && nz && lnp && c->ln2_fuse))) || clustered;
             /* per timestep: the GEMMs as PLAIN GEMMs (at H >= 768 mmd_kernel's 128 x 256 tiles) and the bias, gate and
              * mix in 16-byte passes of their own, with the step's perturbed biases (EGG_CUDA_RSPLIT); else GEMMs whose
              * epilogues do them (MODE_BIAS_GATE, MODE_BIAS_MIX) */
@@ -701,11 +718,15 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     return rc;
             }
             prof_mark(c, P_MM_H);
-            if (!ln2_fused && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, err))) return rc;
+            bool upt = false; /* EGG-LN2 in lnxb_kernel wrote up's T rows into TF (free once the recurrence has read it) */
+            if (!ln2_fused &&
+                (rc = chunked && ln2x ? ln_t(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, id0 + EGG_L_UP, -1, (int32_t *)x->TF, &upt, err)
+                                      : ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, err)))
+                return rc;
             prof_mark(c, P_LN2);
             int fused = 0;
 #ifdef EGG_MMP
-            if ((rc = mlp_fused(c, x, rows, l, noisy, &fused, err))) return rc;
+            if ((rc = mlp_fused(c, x, rows, l, noisy, upt ? (const int32_t *)x->TF : NULL, &fused, err))) return rc;
             if (fused) prof_mark(c, P_MLP);
 #endif
             if (!fused) {

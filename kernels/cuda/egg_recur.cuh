@@ -366,7 +366,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rchunk_
  * (ln2) finishes one phase later, under the next timestep's phase-0 MMA (after the chunk: at its end). */
 /* As row pitch H + 64: the 4 pairs a warp's rows read cover the banks twice */
 template <int H> __host__ __device__ constexpr int rreg_smem_bytes() { return 2 * H * H + 4 * RBM * H + 2 * 32 * (H + 64) + 3 * RBM * 16; }
-template <int H, int R, int EP> /* EP: the epilogue, as rchunk_kernel's ep (R = 0: 0) */
+template <int H, int R, int EP, bool LN2 = true> /* EP: the epilogue, as rchunk_kernel's ep (R = 0: 0); LN2: EGG-LN2 here
+                                                  * (false: rank 2-4 only, the LN then in lnxb_kernel with up's T rows) */
 __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
     constexpr int NT = rchunk_threads<H>(), NW = 64, RRA = H + 64;
@@ -412,8 +413,10 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
     auto epi = [&](const int (&d)[NW / 2], int hr, int t, int4 Av, unsigned (&yl)[4], unsigned (&yu)[4]) { rec_epi<R, EP>(d, hr, t, Av, s, ps, yl, yu); };
     /* EGG-LN2 here: always at H = 128 (as rchunk_kernel), at 256 with noise (the host launches it there only with the
      * members' LN2 weights, a.bpl): a constant, as a flag read at run time left a branch around each of its row sums in
-     * the phase-1 epilogue */
-    constexpr bool lnf = H == 128 || R > 0;
+     * the phase-1 epilogue. LN2 = false (rank 2-4 where the fused MLP runs): none; lnxb_kernel then applies it and
+     * writes up's T rows (at rank 4 the LN here took the recurrence from ~720 to ~1000 us a launch at hidden 256) */
+    static_assert(LN2 || R > 1, "rank 2-4 only");
+    constexpr bool lnf = LN2 && (H == 128 || R > 0);
     const size_t nH = (size_t)n * H;
     int d[NW / 2];
     /* `-warn-spills`: 8 bytes in each <256, 1, *> since the LN2 flag is a constant (the recurrence ran 2.8% faster);
