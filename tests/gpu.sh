@@ -185,6 +185,10 @@ configs=(
   "h128-l2-r2-ln2-with-up-t-rows-chunked|--hidden 128 --layers 2 --rank 2 --pop 384 --seq 7 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
   "h256-r4-sigma5-ln2-with-up-t-rows|--hidden 256 --layers 2 --rank 4 --pop 256 --seq 6 --sigma-shift 5"
   "h256-l2-r3-ln2-in-the-recurrence-chunked|--hidden 256 --layers 2 --rank 3 --pop 384 --seq 7 --data $T/t.bin|EGG_CUDA_LN2XB=0 EGG_CUDA_TCHUNK=3"
+  # the same at hidden 512 in the cluster recurrence (v139): 2 clusters walking the row blocks, chunked with resets; and
+  # its LN2 in the kernel (EGG_CUDA_LN2XB=0)
+  "h512-l2-r2-cluster-recurrence-ln2-with-up-t-rows-chunked|--hidden 512 --layers 2 --rank 2 --pop 256 --seq 6 --data $T/t.bin|EGG_CUDA_TCHUNK=3 EGG_CUDA_RCLUS=2"
+  "h512-r3-cluster-recurrence-ln2-in-the-kernel|--hidden 512 --layers 1 --rank 3 --pop 256 --seq 5|EGG_CUDA_LN2XB=0"
   "h256-r2-recurrence-per-timestep-rank-2|--hidden 256 --layers 2 --rank 2 --pop 194 --seq 6|EGG_CUDA_RREG=0"
   "h256-l2-r2-persistent-gemms-rank-2|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 7|EGG_CUDA_FMLPR=0"
   "h256-r4-sigma0-persistent-gemms-mlp-fused-rank-4-3ctas|--hidden 256 --layers 2 --rank 4 --pop 384 --seq 5 --sigma-shift 0|EGG_CUDA_MMP=3"

@@ -204,9 +204,9 @@ struct CudaImpl {
     bool fmlpr;               /* and the fused MLP at hidden 256 (rank 2-4) and 128 (rank 2) (EGG_CUDA_FMLPR=0: up and down in those GEMMs) */
     bool lnxb;                /* rank 2-4 at hidden 128, 256 and 512: EGG-LN1 and the output LN in lnxb_kernel, with the T rows of Wf.x, Wh.x and the
                                * head (EGG_CUDA_LNXB=0: xb_kernel's pass) */
-    bool ln2xb;               /* rank 2-4 at hidden 256 (and 128 at rank 2) where the fused MLP runs: the chunk recurrence without
-                               * EGG-LN2, then lnxb_kernel's LN2 with up's T rows (EGG_CUDA_LN2XB=0: LN2 in the recurrence,
-                               * up's T rows from xb_kernel) */
+    bool ln2xb;               /* rank 2-4 at hidden 256 (and 128 at rank 2) where the fused MLP runs, and at 512: the chunk (or
+                               * cluster) recurrence without EGG-LN2, then lnxb_kernel's LN2 with up's T rows
+                               * (EGG_CUDA_LN2XB=0: LN2 in the recurrence, up's T rows from xb_kernel) */
     bool resw;                /* mmx_kernel keeps W resident where its tiles fit the stages (EGG_CUDA_RESW=0: streamed) */
     bool fmlp;                /* H = 128/256: a layer's up and down in one mlp_kernel launch, U never in DRAM (EGG_CUDA_FMLP=0: two GEMMs) */
 #endif
@@ -1388,6 +1388,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             if (c->rclus) {
 #define RCLUS_ATTR(HH, R) CK(cudaFuncSetAttribute(rclus_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<HH, R>()));
                 RCLUS_ATTR(512, 0) RCLUS_ATTR(512, 1) RCLUS_ATTR(512, 2) RCLUS_ATTR(512, 3) RCLUS_ATTR(512, 4)
+                CK(cudaFuncSetAttribute(rclus_kernel<512, 2, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<512, 2>()));
+                CK(cudaFuncSetAttribute(rclus_kernel<512, 3, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<512, 3>()));
+                CK(cudaFuncSetAttribute(rclus_kernel<512, 4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<512, 4>()));
                 RCLUS_ATTR(384, 0) RCLUS_ATTR(384, 1) RCLUS_ATTR(384, 2) RCLUS_ATTR(384, 3) RCLUS_ATTR(384, 4)
                 const bool c640 = (size_t)rclus_smem_bytes<640, 4>() <= prop.sharedMemPerBlockOptin;
                 if (c640) {

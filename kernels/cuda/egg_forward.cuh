@@ -662,8 +662,11 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             /* H = 384 / 512: the chunk in one launch over clusters of H / 128 CTAs (the members' perturbed biases and LN2
              * weights from the step's copies) */
             const bool clustered = !chunked && rec_clustered(c, noisy) && (!nz || lnp);
+            /* hidden 512, rank 2-4 (EGG_CUDA_LN2XB): the cluster recurrence without EGG-LN2, lnxb_kernel's LN2 with up's T
+             * rows, so that up's GEMM needs no xb_kernel pass */
+            const bool ln2c = clustered && H == 512 && nz && c->r >= 2 && c->ln2xb && lnxb_takes(c, n, nz, lnp, id0 + EGG_L_UP, -1);
             if (clustered) {
-                const RecChunk rc2 = rec_args(c, x, l, nz, lnp, Hl, tc, true);
+                const RecChunk rc2 = rec_args(c, x, l, nz, lnp, Hl, tc, !ln2c);
                 const int nrb = (n + RBM - 1) / RBM;
                 int ncl = c->rclus_ncl[rclus_i(H)];
                 if (c->rclus >= 2 && c->rclus < ncl) ncl = c->rclus; /* EGG_CUDA_RCLUS=n: n clusters (tests) */
@@ -676,7 +679,10 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     constexpr int HH = decltype(hh)::value;
                     if (rr == 0) le = cudaLaunchKernelEx(&rl.lc, rclus_kernel<HH, 0>, rc2);
                     else if (rr == 1) le = cudaLaunchKernelEx(&rl.lc, rclus_kernel<HH, 1>, rc2);
-                    else rank_go(rr, [&](auto r2) { le = cudaLaunchKernelEx(&rl.lc, rclus_kernel<HH, decltype(r2)::value>, rc2); });
+                    else rank_go(rr, [&](auto r2) {
+                        constexpr int R2 = decltype(r2)::value;
+                        le = ln2c ? cudaLaunchKernelEx(&rl.lc, rclus_kernel<HH, R2, false>, rc2) : cudaLaunchKernelEx(&rl.lc, rclus_kernel<HH, R2>, rc2);
+                    });
                 };
                 if (H == 512) go(std::integral_constant<int, 512>{});
                 else if (H == 384) go(std::integral_constant<int, 384>{});
@@ -685,9 +691,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                 CK(le);
             }
 #else
-            const bool chunked = false, clustered = false, ln2x = false;
+            const bool chunked = false, clustered = false, ln2x = false, ln2c = false;
 #endif
-            const bool ln2_fused = (chunked && !ln2x && (H == 128 || (H == 256 && nz && lnp && c->ln2_fuse))) || clustered;
+            const bool ln2_fused = (chunked && !ln2x && (H == 128 || (H == 256 && nz && lnp && c->ln2_fuse))) || (clustered && !ln2c);
             /* per timestep: the GEMMs as PLAIN GEMMs (at H >= 768 mmd_kernel's 128 x 256 tiles) and the bias, gate and
              * mix in 16-byte passes of their own, with the step's perturbed biases (EGG_CUDA_RSPLIT); else GEMMs whose
              * epilogues do them (MODE_BIAS_GATE, MODE_BIAS_MIX) */
@@ -720,7 +726,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             prof_mark(c, P_MM_H);
             bool upt = false; /* EGG-LN2 in lnxb_kernel wrote up's T rows into TF (free once the recurrence has read it) */
             if (!ln2_fused &&
-                (rc = chunked && ln2x ? ln_t(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, id0 + EGG_L_UP, -1, (int32_t *)x->TF, &upt, err)
+                (rc = (chunked && ln2x) || (clustered && ln2c) ? ln_t(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, id0 + EGG_L_UP, -1, (int32_t *)x->TF, &upt, err)
                                       : ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, err)))
                 return rc;
             prof_mark(c, P_LN2);
@@ -730,7 +736,10 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             if (fused) prof_mark(c, P_MLP);
 #endif
             if (!fused) {
-                if ((rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, &tfx, err))) return rc;
+                tfx.tready = upt; /* up's T rows from EGG-LN2 (lnxb_kernel) */
+                rc = mm(c, x, rows, id0 + EGG_L_UP, noisy, x->XN, x->U, MODE_PLAIN, NULL, -1, NULL, NULL, &tfx, err);
+                tfx.tready = false;
+                if (rc) return rc;
                 prof_mark(c, P_UP);
                 if ((rc = mm(c, x, rows, id0 + EGG_L_DOWN, noisy, x->U, x->X, MODE_RESID, x->R, -1, NULL, NULL, &tfx, err))) return rc;
                 prof_mark(c, P_DOWN);

@@ -696,7 +696,7 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 #endif
-template <int H, int R>
+template <int H, int R, bool LN2 = true> /* LN2: EGG-LN2 here (false: at hidden 512, rank 2-4, lnxb_kernel's, with up's T rows) */
 __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
 #ifdef MMP_WGMMA
     constexpr int CN = rclus_ctas<H>(), NS = 2 * CN; /* CTAs a cluster (H / 64 k-slices: 2 a CTA's columns); partial-sum slots a row */
@@ -704,7 +704,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
     constexpr bool SHG = rclus_shg<H>();                   /* h and g in one buffer (640) */
     constexpr int NSP = rclus_nsp<H>();                    /* slots a row in tsx, lns */
     /* bytes a CTA receives a phase: every partner's g (or h') bytes and its partial sums (x.B_j; |R|) */
-    constexpr unsigned BG = (CN - 1) * (RBM * 128 + NP * RBM * 2 * 4), BH = (CN - 1) * (RBM * 128 + (NP + 1) * RBM * 2 * 4);
+    constexpr unsigned BG = (CN - 1) * (RBM * 128 + NP * RBM * 2 * 4), BH = (CN - 1) * (RBM * 128 + (NP + (LN2 ? 1 : 0)) * RBM * 2 * 4);
     extern __shared__ __align__(1024) unsigned char smem[];
     int8_t *Wfs = (int8_t *)smem, *Whs = Wfs + 128 * H, *Xh = Whs + 128 * H, *Gs = SHG ? Xh : Xh + RBM * H, *Rs = Gs + RBM * H;
     int8_t *As = Rs + RBM * RCL_PITCH;                       /* [2][32][RCL_PITCH]: the pairs' A values of the CTA's columns (rank 1) */
@@ -923,7 +923,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                 Av[hr] = aload(0, hr);
             }
             terms(0, tt);
-            if (t > 0) ln_out(tb - nH); /* the timestep before's EGG-LN2, under the MMA */
+            if (LN2 && t > 0) ln_out(tb - nH); /* the timestep before's EGG-LN2, under the MMA */
             wg_wait<0>();
             rd_arrive(0);
             int4 gv2[2];
@@ -993,16 +993,20 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
                              (unsigned)(&xv[hr].x)[u], hl, hu, r);
                     (&ho.x)[u] = rz[hr] ? 0 : (int)pack4(hl, hu);
                     (&ro.x)[u] = (int)r;
-                    w4u qv;
-                    qv.w = (int)r;
-                    sa += abs_sum4(qv);
+                    if (LN2) {
+                        w4u qv;
+                        qv.w = (int)r;
+                        sa += abs_sum4(qv);
+                    }
                 }
                 if (!SHG) bcast16(Xh, sw(row[hr], c0), ho, bars + 1);
                 if (ok[hr]) stg_hint(a.R + tb + (size_t)gc[hr] * H + c0, ro, once);
-                *(int4 *)(Rs + row[hr] * RCL_PITCH + lc0) = ro;
-                sa = rsum(sa);
+                if (LN2) {
+                    *(int4 *)(Rs + row[hr] * RCL_PITCH + lc0) = ro;
+                    sa = rsum(sa);
+                }
                 if (!SHG) {
-                    if (tig == 0) bcast4(lns + row[hr] * NSP + slot, sa, bars + 1);
+                    if (LN2 && tig == 0) bcast4(lns + row[hr] * NSP + slot, sa, bars + 1);
                     if (R > 0) partials(0, hr, ho, bn[hr], a.off_uf, bars + 1);
                 }
                 ho2[hr] = ho;
@@ -1013,7 +1017,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) {
                     bcast16(Xh, sw(row[hr], c0), ho2[hr], bars + 1);
-                    if (tig == 0) bcast4(lns + row[hr] * NSP + slot, sa2[hr], bars + 1);
+                    if (LN2 && tig == 0) bcast4(lns + row[hr] * NSP + slot, sa2[hr], bars + 1);
                     if (R > 0) partials(0, hr, ho2[hr], bn[hr], a.off_uf, bars + 1);
                 }
             }
@@ -1026,7 +1030,7 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
             if (tid == 0) mbar_expect_tx(bars + 1, BH);
         }
         wg_wait<0>();
-        if (a.tc > 0) ln_out((size_t)(a.tc - 1) * nH); /* EGG-LN2 of the chunk's last R */
+        if (LN2 && a.tc > 0) ln_out((size_t)(a.tc - 1) * nH); /* EGG-LN2 of the chunk's last R */
 #pragma unroll
         for (int hr = 0; hr < 2; hr++) /* the state after the chunk: this CTA's columns */
             if (ok[hr]) *(int4 *)(a.Hs + (size_t)gc[hr] * H + c0) = *(const int4 *)(Xh + sw(row[hr], c0));
