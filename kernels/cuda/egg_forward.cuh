@@ -312,9 +312,9 @@ static void set_tord(const CudaImpl *c, MMArgs *a) {
     a->tord = c->tord && a->r > 1 && a->wrap > 0 && (2 * a->wrap) % BM == 0 && a->M % (2 * a->wrap) == 0 ? a->M / (2 * a->wrap) : 0;
 }
 /* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
- * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 4 at H = 256 and <= 2 at 128 (at 2-4 x . B_up from
- * xb_kernel into TF) with a row block's pairs consecutive in the noise blob): *done = 1; else *done = 0 and the caller
- * runs the two GEMMs. At H = 128 rank 4 ran 29% slower fused than as two GEMMs (its epilogues far longer than the other
+ * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 4 at H = 256 and <= 2 at 128 (at 2-4 x . B_up in TF,
+ * from EGG-LN2's lnxb_kernel or else xb_kernel) with a row block's pairs consecutive in the noise blob): *done = 1; else
+ * *done = 0 and the caller runs the two GEMMs. At H = 128 rank 4 ran 29% slower fused than as two GEMMs (its epilogues far longer than the other
  * warpgroup's MMAs they run under) */
 static bool mlp_fused_takes(const CudaImpl *c, const Ctx *x, int l, int r) {
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, wrap = x->n / 2;
@@ -724,11 +724,14 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                     return rc;
             }
             prof_mark(c, P_MM_H);
-            bool upt = false; /* EGG-LN2 in lnxb_kernel wrote up's T rows into TF (free once the recurrence has read it) */
-            if (!ln2_fused &&
-                (rc = (chunked && ln2x) || (clustered && ln2c) ? ln_t(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, id0 + EGG_L_UP, -1, (int32_t *)x->TF, &upt, err)
-                                      : ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, err)))
+            /* EGG-LN2 where the recurrence left it: with up's T rows into TF (free once the recurrence has read it) where
+             * the recurrence ran without it for them (upt: written) */
+            bool upt = false;
+            const bool ln2t = (chunked && ln2x) || (clustered && ln2c);
+            if (!ln2_fused && ln2t &&
+                (rc = ln_t(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, id0 + EGG_L_UP, -1, (int32_t *)x->TF, &upt, err)))
                 return rc;
+            if (!ln2_fused && !ln2t && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, err))) return rc;
             prof_mark(c, P_LN2);
             int fused = 0;
 #ifdef EGG_MMP
