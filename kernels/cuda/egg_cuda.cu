@@ -1386,17 +1386,17 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             const char *eq = getenv("EGG_CUDA_RCLUS");
             c->rclus = have && !(eq && atoi(eq) == 0) && (size_t)rclus_smem_bytes<512, 4>() <= prop.sharedMemPerBlockOptin ? (eq ? atoi(eq) : 1) : 0;
             if (c->rclus) {
-#define RCLUS_ATTR(HH, R) CK(cudaFuncSetAttribute(rclus_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<HH, R>()));
+#define RCLUS_ATTR2(HH, R, LN) CK(cudaFuncSetAttribute(rclus_kernel<HH, R, LN>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<HH, R>()));
+#define RCLUS_ATTR(HH, R) RCLUS_ATTR2(HH, R, true)
                 RCLUS_ATTR(512, 0) RCLUS_ATTR(512, 1) RCLUS_ATTR(512, 2) RCLUS_ATTR(512, 3) RCLUS_ATTR(512, 4)
-                CK(cudaFuncSetAttribute(rclus_kernel<512, 2, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<512, 2>()));
-                CK(cudaFuncSetAttribute(rclus_kernel<512, 3, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<512, 3>()));
-                CK(cudaFuncSetAttribute(rclus_kernel<512, 4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<512, 4>()));
+                RCLUS_ATTR2(512, 2, false) RCLUS_ATTR2(512, 3, false) RCLUS_ATTR2(512, 4, false)
                 RCLUS_ATTR(384, 0) RCLUS_ATTR(384, 1) RCLUS_ATTR(384, 2) RCLUS_ATTR(384, 3) RCLUS_ATTR(384, 4)
                 const bool c640 = (size_t)rclus_smem_bytes<640, 4>() <= prop.sharedMemPerBlockOptin;
                 if (c640) {
                     RCLUS_ATTR(640, 0) RCLUS_ATTR(640, 1) RCLUS_ATTR(640, 2) RCLUS_ATTR(640, 3) RCLUS_ATTR(640, 4)
                 }
 #undef RCLUS_ATTR
+#undef RCLUS_ATTR2
                 for (int i = 0; i < 2; i++) { /* the clusters that fit the GPU at once (rank 4's, the most shared memory) */
                     const int HH = i ? 512 : 384;
                     RclusLaunch rl;

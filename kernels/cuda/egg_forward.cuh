@@ -314,8 +314,8 @@ static void set_tord(const CudaImpl *c, MMArgs *a) {
 /* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
  * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 4 at H = 256 and <= 2 at 128 (at 2-4 x . B_up in TF,
  * from EGG-LN2's lnxb_kernel or else xb_kernel) with a row block's pairs consecutive in the noise blob): *done = 1; else
- * *done = 0 and the caller runs the two GEMMs. At H = 128 rank 4 ran 29% slower fused than as two GEMMs (its epilogues far longer than the other
- * warpgroup's MMAs they run under) */
+ * *done = 0 and the caller runs the two GEMMs. At H = 128 rank 4 ran 29% slower fused than as two GEMMs (its epilogues
+ * far longer than the other warpgroup's MMAs they run under) */
 static bool mlp_fused_takes(const CudaImpl *c, const Ctx *x, int l, int r) {
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, wrap = x->n / 2;
     if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] ||
@@ -620,10 +620,10 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             /* the recurrence: f = Uf.h + Wf.x + bf, g = gate(f, h); c = Uh.g + Wh.x + bh, h' = mix(f, c, h),
              * R = h' + x (state reset where the next token is 0); one kernel for the chunk, or two GEMMs per timestep */
 #ifdef EGG_MMP
-            /* rank 2-4 where the fused MLP runs and lnxb_kernel takes EGG-LN2 with up's T rows (EGG_CUDA_LN2XB): the
-             * recurrence without the LN, then that LN, so that the MLP needs no xb_kernel pass */
-            const bool ln2x = nz && c->r >= 2 && c->ln2xb && c->rreg && lnxb_takes(c, n, nz, lnp, id0 + EGG_L_UP, -1) &&
-                              mlp_fused_takes(c, x, l, c->r);
+            /* rank 2-4 where lnxb_kernel takes EGG-LN2 with up's T rows (EGG_CUDA_LN2XB): the recurrence without the LN,
+             * then that LN, so that up needs no xb_kernel pass. ln2x: the chunk recurrence, where the fused MLP runs */
+            const bool ln2_up = nz && c->r >= 2 && c->ln2xb && lnxb_takes(c, n, nz, lnp, id0 + EGG_L_UP, -1);
+            const bool ln2x = ln2_up && c->rreg && mlp_fused_takes(c, x, l, c->r);
             /* rank 2-4: rreg_kernel alone, with the step's perturbed biases and LN2 weights (else per timestep) */
             const bool chunked = rec_chunked(c, noisy) && (!nz || c->r <= 1 || (lnp && (H == 128 || c->ln2_fuse || ln2x)));
             if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
@@ -662,9 +662,8 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             /* H = 384 / 512: the chunk in one launch over clusters of H / 128 CTAs (the members' perturbed biases and LN2
              * weights from the step's copies) */
             const bool clustered = !chunked && rec_clustered(c, noisy) && (!nz || lnp);
-            /* hidden 512, rank 2-4 (EGG_CUDA_LN2XB): the cluster recurrence without EGG-LN2, lnxb_kernel's LN2 with up's T
-             * rows, so that up's GEMM needs no xb_kernel pass */
-            const bool ln2c = clustered && H == 512 && nz && c->r >= 2 && c->ln2xb && lnxb_takes(c, n, nz, lnp, id0 + EGG_L_UP, -1);
+            /* hidden 512: the cluster recurrence without EGG-LN2 where ln2_up (up's GEMM then reads the LN's T rows) */
+            const bool ln2c = clustered && H == 512 && ln2_up;
             if (clustered) {
                 const RecChunk rc2 = rec_args(c, x, l, nz, lnp, Hl, tc, !ln2c);
                 const int nrb = (n + RBM - 1) / RBM;
@@ -727,11 +726,12 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             /* EGG-LN2 where the recurrence left it: with up's T rows into TF (free once the recurrence has read it) where
              * the recurrence ran without it for them (upt: written) */
             bool upt = false;
-            const bool ln2t = (chunked && ln2x) || (clustered && ln2c);
-            if (!ln2_fused && ln2t &&
-                (rc = ln_t(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, id0 + EGG_L_UP, -1, (int32_t *)x->TF, &upt, err)))
-                return rc;
-            if (!ln2_fused && !ln2t && (rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, err))) return rc;
+            rc = 0;
+            if ((chunked && ln2x) || ln2c)
+                rc = ln_t(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, id0 + EGG_L_UP, -1, (int32_t *)x->TF, &upt, err);
+            else if (!ln2_fused)
+                rc = ln(c, rows, n, x->R, id0 + EGG_L_LN2, 2 * l + 1, nz, lnp, x->XN, err);
+            if (rc) return rc;
             prof_mark(c, P_LN2);
             int fused = 0;
 #ifdef EGG_MMP
