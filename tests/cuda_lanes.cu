@@ -8,8 +8,9 @@
  * accumulator spread over, and at the ends of, K = 4096's ranges, epi_pair<1> (t A in 32 bits) over K = 2048's
  * (|x| <= 127, |noise| <= 90), output shifts 7..10, perturbation shifts 4..18; the rank-4 epilogue epi_quad_r
  * (kernels/cuda/egg_lanes.cuh: p = sum_j t_j A_j) in 64 bits over K = 4096's ranges and in 32 bits over K = 512's, the
- * largest K it takes, where four equal extreme terms bring |p| nearest 2^31, and its form at s = ps = 8 (256 v + p in 32
- * bits) over K = 256's.
+ * largest K it takes, where four equal extreme terms bring |p| nearest 2^31; epi_quad_r<2> in 32 bits over K = 1024's
+ * (the fused MLP's down at hidden 256, rank 2: two extreme terms); and its form at s = ps = 8 (256 v + p in 32 bits)
+ * over K = 256's.
  * Exit 0: all equal; 1: mismatches (the first printed); 77: no sm_90 GPU to run on. */
 #include <cstdio>
 #include <cstdint>
@@ -109,8 +110,9 @@ __global__ void check_epi(Bad *bad) {
 }
 
 /* epi_quad_r<4, W64>, block (a + 127, shifts), thread i: output k of four has A_jk = a, -a, a spread over the ranks,
- * and a or 0 by rank; t_j across [-T, T] (for i < 64 one t for every rank: the extreme |p| = 4 T |a| at both ends),
- * accumulators spread over [-V, V]; W64 with K = 4096 for every a, 32 bits with K = 512 where |a| <= 90 */
+ * and a or 0 by rank; t_j across [-T, T] (for i < 64 one t for every rank: the extreme |p| = R T |a| at both ends),
+ * accumulators spread over [-V, V]; W64 with K = 4096 for every a, 32 bits with K = 512 where |a| <= 90, and
+ * epi_quad_r<2> in 32 bits with K = 1024 (the fused MLP's down at hidden 256, rank 2) where |a| <= 90 */
 __global__ void check_epi_r(Bad *bad) {
     const int a = (int)blockIdx.x - 127, s = 7 + (int)blockIdx.y % 4, ps = 4 + (int)blockIdx.y / 4;
     int A[4][4];
@@ -123,8 +125,9 @@ __global__ void check_epi_r(Bad *bad) {
         Aw[j] = pack(A[j]);
     }
     for (int i = (int)threadIdx.x; i < 4096; i += (int)blockDim.x)
-        for (int k = 0; k < 2; k++) {
-            const long long K = k ? 512 : 4096, T = 127 * 90 * K, V = 127 * 127 * K;
+        for (int k = 0; k < 3; k++) {
+            const long long K = k == 2 ? 1024 : k ? 512 : 4096, T = 127 * 90 * K, V = 127 * 127 * K;
+            const int R = k == 2 ? 2 : 4;
             if (k && (a < -90 || a > 90)) continue;
             int t[4];
             for (int j = 0; j < 4; j++) {
@@ -133,11 +136,13 @@ __global__ void check_epi_r(Bad *bad) {
             }
             const int acc = (int)((long long)((unsigned)i * 2654435761u % (unsigned)(2 * V + 1)) - V);
             const int v[4] = {acc, -acc, acc / 2, -acc / 3};
-            const unsigned y = k ? epi_quad_r<4, false>(v[0], v[1], v[2], v[3], Aw, t, s, ps) : epi_quad_r<4, true>(v[0], v[1], v[2], v[3], Aw, t, s, ps);
+            const unsigned y = k == 2 ? epi_quad_r<2, false>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1]}, {t[0], t[1]}, s, ps)
+                               : k    ? epi_quad_r<4, false>(v[0], v[1], v[2], v[3], Aw, t, s, ps)
+                                      : epi_quad_r<4, true>(v[0], v[1], v[2], v[3], Aw, t, s, ps);
             for (int q = 0; q < 4; q++) {
                 long long p = 0;
-                for (int j = 0; j < 4; j++) p += (long long)t[j] * A[j][q];
-                if (byte_of(y, q) != egg_mm_out(v[q], p, ps, s)) report(bad, 8 + k, a, t[0], acc, 1000 * (100 * s + ps) + q);
+                for (int j = 0; j < R; j++) p += (long long)t[j] * A[j][q];
+                if (byte_of(y, q) != egg_mm_out(v[q], p, ps, s)) report(bad, k == 2 ? 11 : 8 + k, a, t[0], acc, 1000 * (100 * s + ps) + q);
             }
         }
     if (s != 8 || ps != 8 || a < -90 || a > 90) return;
@@ -184,16 +189,18 @@ int main() {
         printf("cuda_lanes: %s\n", cudaGetErrorString(e));
         return 1;
     }
-    static const char *what[11] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w",
+    static const char *what[12] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w",
                                    "epi_pair_w (A, t, acc, 100 s + ps)", "epi_pair<1> (A, t, acc, 100 s + ps)",
                                    "epi_quad_r<4> in 64 bits (a, t0, acc, 1000 (100 s + ps) + output)",
-                                   "epi_quad_r<4> in 32 bits (a, t0, acc, 1000 (100 s + ps) + output)", "epi_quad_r8<R> (a, t0, acc, 10 R + output)"};
+                                   "epi_quad_r<4> in 32 bits (a, t0, acc, 1000 (100 s + ps) + output)", "epi_quad_r8<R> (a, t0, acc, 10 R + output)",
+                                   "epi_quad_r<2> in 32 bits at K = 1024 (a, t0, acc, 1000 (100 s + ps) + output)"};
     if (h.n) {
         printf("cuda_lanes: %llu mismatches; first %s at inputs %d %d %d %d\n", h.n, what[h.what], h.a, h.b, h.c, h.d);
         return 1;
     }
     printf("cuda_lanes: rec_gate4, rec_mix4, add_clip4_lanes and ln_word equal the CPU reference on every int8 input of every lane "
            "(ln_word: every divisor 1..127), abs_sum4w on every word, epi_pair_w and epi_pair<1> equal egg_mm_out over K = 4096's "
-           "and K = 2048's ranges, epi_quad_r<4> over K = 4096's (64 bits) and K = 512's (32 bits), epi_quad_r8<2..4> over K = 256's\n");
+           "and K = 2048's ranges, epi_quad_r<4> over K = 4096's (64 bits) and K = 512's (32 bits), epi_quad_r<2> over K = 1024's (32 bits), "
+           "epi_quad_r8<2..4> over K = 256's\n");
     return 0;
 }

@@ -72,7 +72,8 @@ __device__ __forceinline__ unsigned add_clip4_lanes(unsigned y, unsigned o) {
 }
 /* four adjacent outputs (v0 v1 u0 u1) of the rank-R epilogue (R = 2..4: the chunk recurrence and the persistent
  * GEMMs) as int8 bytes: clip8((v + (p >> ps)) >> s) with p = sum_j t_j A_j (Aw[j]: the four outputs' A bytes of rank j),
- * as egg_mm_out. p in 32 bits (W64 false) where |t_j A_j| <= 127 * 90 * K * 90 keeps |p| < 2^31: K <= 512 at rank 4;
+ * as egg_mm_out. p in 32 bits (W64 false) where |t_j A_j| <= 127 * 90 * K * 90 keeps |p| < 2^31: R K <= 2048 (K <= 512 at
+ * rank 4, K <= 1024 at rank 2);
  * else in 64 bits, where p >> ps (ps >= 4) and its sum with v fit int32 for every K the model has (<= 4096) */
 template <int R, bool W64>
 __device__ __forceinline__ unsigned epi_quad_r(int v0, int v1, int u0, int u1, const unsigned (&Aw)[R], const int (&t)[R], int s, int ps) {
