@@ -9,8 +9,8 @@
  * (|x| <= 127, |noise| <= 90), output shifts 7..10, perturbation shifts 4..18; the rank-4 epilogue epi_quad_r
  * (kernels/cuda/egg_lanes.cuh: p = sum_j t_j A_j) in 64 bits over K = 4096's ranges and in 32 bits over K = 512's, the
  * largest K it takes, where four equal extreme terms bring |p| nearest 2^31; epi_quad_r<2> in 32 bits over K = 1024's
- * (the fused MLP's down at hidden 256, rank 2: two extreme terms); and its form at s = ps = 8 (256 v + p in 32 bits)
- * over K = 256's.
+ * (the fused MLP's down at hidden 256, rank 2: two extreme terms); its form at s = ps = 8 (256 v + p in 32 bits)
+ * over K = 256's; and its form at s = 9, ps = 8 (epi_quad_r9: t split at 512) over K = 1024's for every int8 operand.
  * Exit 0: all equal; 1: mismatches (the first printed); 77: no sm_90 GPU to run on. */
 #include <cstdio>
 #include <cstdint>
@@ -169,6 +169,43 @@ __global__ void check_epi_r(Bad *bad) {
     }
 }
 
+/* epi_quad_r9<R> (s = 9, ps = 8, K = 1024), block a + 127: the A bytes as in check_epi_r for every a in -127..127, t_j
+ * across [-T, T] with T = 127 * 127 * 1024 (any int8 operands: th_j = t_j >> 9 at its int16 extremes), accumulators over
+ * [-V, V] and at both ends */
+__global__ void check_epi_r9(Bad *bad) {
+    const int a = (int)blockIdx.x - 127;
+    int A[4][4];
+    unsigned Aw[4];
+    for (int j = 0; j < 4; j++) {
+        A[j][0] = a;
+        A[j][1] = -a;
+        A[j][2] = (a * (2 * j - 3)) / 3;
+        A[j][3] = j & 1 ? a : 0;
+        Aw[j] = pack(A[j]);
+    }
+    for (int i = (int)threadIdx.x; i < 4096; i += (int)blockDim.x) {
+        const long long K = 1024, T = 127 * 127 * K, V = 127 * 127 * K;
+        int t[4];
+        for (int j = 0; j < 4; j++) {
+            const unsigned h = i < 64 ? (unsigned)i * 65u : ((unsigned)i * (2654435761u + 40503u * (unsigned)j)) >> 20;
+            t[j] = (int)(-T + 2 * T * (long long)(h > 4095 ? 4095 : h) / 4095);
+        }
+        const int acc = i == 1 ? (int)V : i == 2 ? (int)-V : (int)((long long)((unsigned)i * 2654435761u % (unsigned)(2 * V + 1)) - V);
+        const int v[4] = {acc, -acc, acc / 2, -acc / 3};
+        const int4 ts = t_split9(make_int4(t[0], t[1], t[2], t[3]));
+        for (int R = 2; R <= 4; R++) { /* ranks 0 .. R - 1 */
+            const unsigned y = R == 2   ? epi_quad_r9<2>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1]}, ts)
+                               : R == 3 ? epi_quad_r9<3>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1], Aw[2]}, ts)
+                                        : epi_quad_r9<4>(v[0], v[1], v[2], v[3], Aw, ts);
+            for (int q = 0; q < 4; q++) {
+                long long p = 0;
+                for (int j = 0; j < R; j++) p += (long long)t[j] * A[j][q];
+                if (byte_of(y, q) != egg_mm_out(v[q], p, 8, 9)) report(bad, 12, a, t[0], acc, 10 * R + q);
+            }
+        }
+    }
+}
+
 int main() {
     int dev = 0, n = 0;
     cudaDeviceProp prop;
@@ -184,16 +221,18 @@ int main() {
     check_abs<<<4 * prop.multiProcessorCount, 1024>>>(d);
     check_epi<<<dim3(255, 4 * 15), 256>>>(d);
     check_epi_r<<<dim3(255, 4 * 15), 256>>>(d);
+    check_epi_r9<<<255, 256>>>(d);
     const cudaError_t e = cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         printf("cuda_lanes: %s\n", cudaGetErrorString(e));
         return 1;
     }
-    static const char *what[12] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w",
+    static const char *what[13] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w",
                                    "epi_pair_w (A, t, acc, 100 s + ps)", "epi_pair<1> (A, t, acc, 100 s + ps)",
                                    "epi_quad_r<4> in 64 bits (a, t0, acc, 1000 (100 s + ps) + output)",
                                    "epi_quad_r<4> in 32 bits (a, t0, acc, 1000 (100 s + ps) + output)", "epi_quad_r8<R> (a, t0, acc, 10 R + output)",
-                                   "epi_quad_r<2> in 32 bits at K = 1024 (a, t0, acc, 1000 (100 s + ps) + output)"};
+                                   "epi_quad_r<2> in 32 bits at K = 1024 (a, t0, acc, 1000 (100 s + ps) + output)",
+                                   "epi_quad_r9<R> (a, t0, acc, 10 R + output)"};
     if (h.n) {
         printf("cuda_lanes: %llu mismatches; first %s at inputs %d %d %d %d\n", h.n, what[h.what], h.a, h.b, h.c, h.d);
         return 1;
@@ -201,6 +240,6 @@ int main() {
     printf("cuda_lanes: rec_gate4, rec_mix4, add_clip4_lanes and ln_word equal the CPU reference on every int8 input of every lane "
            "(ln_word: every divisor 1..127), abs_sum4w on every word, epi_pair_w and epi_pair<1> equal egg_mm_out over K = 4096's "
            "and K = 2048's ranges, epi_quad_r<4> over K = 4096's (64 bits) and K = 512's (32 bits), epi_quad_r<2> over K = 1024's (32 bits), "
-           "epi_quad_r8<2..4> over K = 256's\n");
+           "epi_quad_r8<2..4> over K = 256's, epi_quad_r9<2..4> over K = 1024's (every int8 operand)\n");
     return 0;
 }

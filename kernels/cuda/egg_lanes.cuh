@@ -129,6 +129,37 @@ __device__ __forceinline__ void epi_quad_r8_lanes(int v0, int v1, int u0, int u1
     l = clip2_add(prmt<0x7632>((unsigned)v0, (unsigned)v1), 0);
     u = clip2_add(prmt<0x7632>((unsigned)u0, (unsigned)u1), 0);
 }
+/* epi_quad_r's t_j at K = 1024 split as t_j = 512 th_j + tl_j, th_j = t_j >> 9 and tl_j = t_j & 511, two ranks a word as
+ * int16 lanes in t_split's order (once a row). |t_j| <= 127 * 127 * 1024 keeps th_j in -32258..32257: an int16 */
+__device__ __forceinline__ int4 t_split9(int4 t) {
+    auto hi = [](int a, int b) { return (int)prmt<0x5410>((unsigned)(a >> 9), (unsigned)(b >> 9)); };
+    auto lo = [](int a, int b) { return (int)prmt<0x5410>((unsigned)(a & 511), (unsigned)(b & 511)); };
+    return make_int4(hi(t.x, t.y), hi(t.z, t.w), lo(t.x, t.y), lo(t.z, t.w));
+}
+/* epi_quad_r at s = 9 and ps = 8 (K = 1024: the fused MLP's down at hidden 256, rank 2-4) from the accumulators v and
+ * ts = t_split9(t), as int8 bytes: p = 512 H + L with H = sum_j th_j A_j and L = sum_j tl_j A_j, so p >> 8 = 2 H +
+ * (L >> 8) (512 H is a multiple of 256) and the output clip8((v + 2 H + (L >> 8)) >> 9), all in 32 bits for every int8
+ * operand (|H| <= 4 * 32258 * 127, |L| <= 4 * 511 * 127), where p itself needs 64 bits at rank 3-4. Each sum takes two
+ * ranks of an output in one dp2a, as in epi_quad_r8_lanes */
+template <int R>
+__device__ __forceinline__ unsigned epi_quad_r9(int v0, int v1, int u0, int u1, const unsigned (&Aw)[R], int4 ts) {
+    static_assert(R >= 2 && R <= 4, "ranks 2-4");
+    const unsigned c01 = prmt<0x5140>(Aw[0], Aw[1]), d01 = prmt<0x7362>(Aw[0], Aw[1]);
+    const unsigned a3 = R > 3 ? Aw[R > 3 ? 3 : 0] : 0u;
+    const unsigned c23 = R > 2 ? prmt<0x5140>(Aw[R > 2 ? 2 : 0], a3) : 0u, d23 = R > 2 ? prmt<0x7362>(Aw[R > 2 ? 2 : 0], a3) : 0u;
+    const unsigned th01 = (unsigned)ts.x, th23 = (unsigned)ts.y, tl01 = (unsigned)ts.z, tl23 = (unsigned)ts.w;
+    int h[4] = {dp2a<false>(th01, c01, 0), dp2a<true>(th01, c01, 0), dp2a<false>(th01, d01, 0), dp2a<true>(th01, d01, 0)};
+    int l[4] = {dp2a<false>(tl01, c01, 0), dp2a<true>(tl01, c01, 0), dp2a<false>(tl01, d01, 0), dp2a<true>(tl01, d01, 0)};
+    if (R > 2) {
+        h[0] = dp2a<false>(th23, c23, h[0]); h[1] = dp2a<true>(th23, c23, h[1]); h[2] = dp2a<false>(th23, d23, h[2]); h[3] = dp2a<true>(th23, d23, h[3]);
+        l[0] = dp2a<false>(tl23, c23, l[0]); l[1] = dp2a<true>(tl23, c23, l[1]); l[2] = dp2a<false>(tl23, d23, l[2]); l[3] = dp2a<true>(tl23, d23, l[3]);
+    }
+    const int v[4] = {v0, v1, u0, u1};
+    int y[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++) y[q] = (v[q] + 2 * h[q] + (l[q] >> 8)) >> 9;
+    return pack2_clip8(y[0], y[1]) | pack2_clip8(y[2], y[3]) << 16;
+}
 /* as int8 bytes */
 template <int R>
 __device__ __forceinline__ unsigned epi_quad_r8(int v0, int v1, int u0, int u1, const unsigned (&Aw)[R], int4 ts) {

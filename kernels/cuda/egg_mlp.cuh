@@ -314,14 +314,15 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             int4 st[H / 128][2][2];
 #pragma unroll
             for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
-            if constexpr (R >= 2) { /* down at K = 4 H = 1024: p in 64 bits at rank 3-4, in 32 at rank 2 (R K <= 2048) */
+            if constexpr (R >= 2) { /* down at K = 4 H = 1024 (s = 9): at ps = 8 (EP 2) epi_quad_r9; else p in 64 bits at rank
+                                     * 3-4, in 32 at rank 2 (R K <= 2048) */
                 int4 tdr[2];
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) tdr[hr] = ((const int4 *)ts)[r[hr]];
 #pragma unroll
                 for (int h = 0; h < H / 128; h++)
-                    frag_direct_out_r<AR, (AR > 2), false>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * AR * (BM / 2) * BN, tdr, warp,
-                                                       gid, tig, adempty, st[h]);
+                    frag_direct_out_r<AR, (AR > 2 && EP != 2), false, EP == 2>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h),
+                                                                               Ad + h * AR * (BM / 2) * BN, tdr, warp, gid, tig, adempty, st[h]);
             } else {
 #pragma unroll
                 for (int h = 0; h < H / 128; h++)

@@ -234,10 +234,10 @@ __device__ __forceinline__ void frag_direct_out(const MMArgs &a, const int (&d)[
     }
 }
 /* frag_direct_out at rank R = 2..4 (the generic epilogue, epi_quad_r; W64: p in 64 bits, K > 512; E8: epi_quad_r8 at
- * s = ps = 8): tr[hr] the row's
+ * s = ps = 8; E9: epi_quad_r9 at s = 9, ps = 8, K = 1024): tr[hr] the row's
  * sign * x . B_j (j < R: T's row, xb_kernel), Ab the tile's pairs' A rows of each rank ([R][BM/2][BN], as_off), released
  * (aempty) once read */
-template <int R, bool W64, bool E8>
+template <int R, bool W64, bool E8, bool E9 = false>
 __device__ __forceinline__ void frag_direct_out_r(const MMArgs &a, const int (&d)[64], const int8_t *Ab, const int4 (&tr)[2], int warp, int gid,
                                                   int tig, uint64_t *aempty, int4 (&st)[2][2]) {
     const bool odd = gid & 1;
@@ -248,7 +248,7 @@ __device__ __forceinline__ void frag_direct_out_r(const MMArgs &a, const int (&d
         int t[R];
 #pragma unroll
         for (int j = 0; j < R; j++) t[j] = (&tr[hr].x)[j];
-        const int4 ts = E8 ? t_split(tr[hr]) : int4{};
+        const int4 ts = E8 ? t_split(tr[hr]) : E9 ? t_split9(tr[hr]) : int4{};
 #pragma unroll
         for (int q = 0; q < 2; q++) {
             int4 Av[R];
@@ -260,8 +260,9 @@ __device__ __forceinline__ void frag_direct_out_r(const MMArgs &a, const int (&d
                 unsigned aw[R];
 #pragma unroll
                 for (int j = 0; j < R; j++) aw[j] = (unsigned)(&Av[j].x)[w];
-                (&y[hr][q].x)[w] = (int)(E8 ? epi_quad_r8<R>(d[jj], d[jj + 1], d[jj + 4], d[jj + 5], aw, ts)
-                                            : epi_quad_r<R, W64>(d[jj], d[jj + 1], d[jj + 4], d[jj + 5], aw, t, a.s, a.pshift));
+                (&y[hr][q].x)[w] = (int)(E8   ? epi_quad_r8<R>(d[jj], d[jj + 1], d[jj + 4], d[jj + 5], aw, ts)
+                                         : E9 ? epi_quad_r9<R>(d[jj], d[jj + 1], d[jj + 4], d[jj + 5], aw, ts)
+                                              : epi_quad_r<R, W64>(d[jj], d[jj + 1], d[jj + 4], d[jj + 5], aw, t, a.s, a.pshift));
             }
         }
     }
