@@ -279,6 +279,25 @@ for gb in $gpus; do
       else bad cuda-lanes-exhaustive "$(tail -1 "$T/lanes")"; fi
     else sk cuda-lanes-exhaustive "build/cuda_lanes not built (make builds it where nvcc is found)"; fi
   fi
+  # repeatability at full scale: EGG-256x6 at rank 4 and 3, 32768 members, 16 steps, three runs with the kernels
+  # serialised (EGG_PROFILE, where a TMA refill racing a thread's last shared-memory reads showed most: another
+  # checksum in 4 of 6 such runs before the proxy fences of mbar_release_read) and one real run: the same weights
+  # every time (GPU_ONLY: only where it matches "repeatable")
+  if [ "$gb" = cuda ] && { [ -z "${GPU_ONLY:-}" ] || [[ repeatable =~ $GPU_ONLY ]]; }; then
+    for rr in 4 3; do
+      sums=""
+      for k in 1 2 3 4; do
+        pe=1; [ "$k" = 4 ] && pe=0
+        s=$(EGG_PROFILE=$pe $BIN --data "$T/c.txt" --hidden 256 --layers 6 --seq 100 --pop 32768 --rank "$rr" --bench --steps 16 \
+              --backend cuda 2>&1 | sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p')
+        sums="$sums ${s:-none}"
+      done
+      # shellcheck disable=SC2086
+      if [ "$(printf '%s\n' $sums | sort -u | wc -l)" -eq 1 ] && ! echo "$sums" | grep -q none; then
+        ok "cuda-repeatable-256x6-rank-$rr"
+      else bad "cuda-repeatable-256x6-rank-$rr" "checksums of 16 steps (3 serialised, 1 real):$sums"; fi
+    done
+  fi
   for cfg in "${configs[@]}"; do
     name=${cfg%%|*}; args=${cfg#*|}; genv=
     case "$args" in *"|"*) genv=${args#*|}; args=${args%%|*};; esac

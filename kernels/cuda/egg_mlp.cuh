@@ -206,8 +206,8 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                     if (R > 0) tn[hr] += dot16(y, *(const int4 *)(nb + 64 * BK + wg_off(r[hr] >> 1, tig)));
                 }
             }
-            if (R > 0) {
-                mbar_arrive(aempty + ac % ML_MA);
+            if (R > 0) { /* the chunk's noise rows are read (generic loads: mbar_release_read) */
+                mbar_release_read(aempty + ac % ML_MA);
                 ac++;
             }
             if constexpr (!RS) {
@@ -222,7 +222,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 wg_wait<0>(); /* this chunk's up and the down of chunk c - 2 are done */
                 release(j + 2 * c);
                 if (c >= 2) release(j + 2 * c - 3);
-                if (c == NC - 1) mbar_arrive(xempty); /* the block's x and B_up rows are read */
+                if (c == NC - 1) mbar_release_read(xempty); /* the block's x and B_up rows are read (rank 1: t_up's loads) */
 #pragma unroll
                 for (int i = 0; i < 32; i++) {
                     if (EP == 2 && R <= 1) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
@@ -259,7 +259,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             wg_wait<0>();
             release(j + 2 * NC - 2);
             release(j + 2 * NC - 3);
-            mbar_arrive(xempty); /* the block's x and B_up rows are read */
+            mbar_release_read(xempty); /* the block's x and B_up rows are read (rank 1: t_up's loads) */
             chunk(NC - 1, false, false);
         } else { /* the epilogue after the chunk's up, the chunk's down after it */
             for (int c = 0; c < NC; c++) {
@@ -267,7 +267,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
                 release(j + 2 * c);
                 if (c > 0) release(j + 2 * c - 1);
-                if (c == NC - 1) mbar_arrive(xempty); /* the block's x and B_up rows are read */
+                if (c == NC - 1) mbar_release_read(xempty); /* the block's x and B_up rows are read (rank 1: t_up's loads) */
                 epilogue(c, du);
                 issue_down(c);
                 wg_commit();

@@ -286,6 +286,9 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
                         epi_pair<R>(acc[i][jn][hr * 2], acc[i][jn][hr * 2 + 1], Av[jn], t, s, ps);
             }
 #endif
+#ifdef MMP_WGMMA
+        if (R > 0 && tma) fence_proxy_async(); /* the A rows read (generic loads) before a later TMA refills them (mbar_release_read) */
+#endif
         __syncthreads();
         /* out: 128 rows x 8 chunks of 16 bytes, 4 per thread (a fixed chunk column) */
         if (MODE == MODE_PLAIN || MODE == MODE_RESID) {

@@ -134,7 +134,7 @@ __device__ __forceinline__ void mmw_consume(const MMArgs &a, int8_t *St, const i
         named_sync(1 + w, 128); /* ts complete; this warpgroup's previous out pass has read its rows of Os */
         wg_frag_out<R, EP>(d, Os, As + (it & 1) * (BM / 2) * BN, ts, warp, gid, tig, a.s, a.pshift);
         named_sync(1 + w, 128);
-        if (R > 0) mbar_arrive(aempty + (it & 1)); /* its A rows are read */
+        if (R > 0) mbar_release_read(aempty + (it & 1)); /* its A rows are read */
         mmp_out_rows<MODE>(a, Os + w * 64 * OLD, m0 + w * 64, n0, wt, 128, ot);
     }
 }

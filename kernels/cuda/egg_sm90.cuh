@@ -134,6 +134,16 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, i
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
 }
+/* the release of a buffer that a TMA refills, by a thread that read it with generic loads (ld.shared): the proxy fence
+ * orders those reads before the async proxy's writes that the arrive lets the producer issue. Without it a refill
+ * could land before a thread's last reads of the buffer: mmx_kernel's A rows at rank 3-4 (their ring is three tiles
+ * deep there, and with W resident the producer issues each refill as the last consumer arrives) gave EGG-256x6 at
+ * rank 4 another checksum in 4 of 6 runs of 16 steps under EGG_PROFILE, wrong rows 8-15 of a warp's 16 (read
+ * last); none in 6 with it (docs/BENCHMARKS.md) */
+__device__ __forceinline__ void mbar_release_read(uint64_t *bar) {
+    fence_proxy_async();
+    mbar_arrive(bar);
+}
 /* barrier `id` among `n` threads (a warpgroup: 128) */
 __device__ __forceinline__ void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 /* rank 1: sign * (x . B) of the warpgroup's 64 rows into ts: row 16 w + gid + 8 h of the warpgroup (w = warp % 4)
@@ -217,7 +227,7 @@ __device__ __forceinline__ void frag_direct_out(const MMArgs &a, const int (&d)[
 #pragma unroll
         for (int q = 0; q < 2; q++) Av[hr][q] = R > 0 ? *(const int4 *)(Ab + as_off(ml >> 1, q * 64 + tig * 16)) : make_int4(0, 0, 0, 0);
     }
-    if (R > 0) mbar_arrive(aempty);
+    if (R > 0) mbar_release_read(aempty);
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) {
         int4 y[2];
@@ -266,7 +276,7 @@ __device__ __forceinline__ void frag_direct_out_r(const MMArgs &a, const int (&d
             }
         }
     }
-    mbar_arrive(aempty);
+    mbar_release_read(aempty);
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) {
         const int4 r = shfl_xor4(odd ? y[hr][0] : y[hr][1], 4);
