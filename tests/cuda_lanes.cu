@@ -109,14 +109,9 @@ __global__ void check_epi(Bad *bad) {
         }
 }
 
-/* epi_quad_r<4, W64>, block (a + 127, shifts), thread i: output k of four has A_jk = a, -a, a spread over the ranks,
- * and a or 0 by rank; t_j across [-T, T] (for i < 64 one t for every rank: the extreme |p| = R T |a| at both ends),
- * accumulators spread over [-V, V]; W64 with K = 4096 for every a, 32 bits with K = 512 where |a| <= 90, and
- * epi_quad_r<2> in 32 bits with K = 1024 (the fused MLP's down at hidden 256, rank 2) where |a| <= 90 */
-__global__ void check_epi_r(Bad *bad) {
-    const int a = (int)blockIdx.x - 127, s = 7 + (int)blockIdx.y % 4, ps = 4 + (int)blockIdx.y / 4;
-    int A[4][4];
-    unsigned Aw[4];
+/* the A bytes of block a + 127 in the rank-R epilogue checks: output k of four has A_jk = a, -a, a spread over the
+ * ranks, and a or 0 by rank (Aw[j]: rank j's four bytes) */
+__device__ void quad_a(int a, int (&A)[4][4], unsigned (&Aw)[4]) {
     for (int j = 0; j < 4; j++) {
         A[j][0] = a;
         A[j][1] = -a;
@@ -124,17 +119,35 @@ __global__ void check_epi_r(Bad *bad) {
         A[j][3] = j & 1 ? a : 0;
         Aw[j] = pack(A[j]);
     }
+}
+/* thread point i's t_j across [-T, T] (for i < 64 one t for every rank: the extreme |p| = R T |a| at both ends) */
+__device__ int quad_tj(int i, int j, long long T) {
+    const unsigned h = i < 64 ? (unsigned)i * 65u : ((unsigned)i * (2654435761u + 40503u * (unsigned)j)) >> 20;
+    return (int)(-T + 2 * T * (long long)(h > 4095 ? 4095 : h) / 4095);
+}
+/* its accumulator, spread over [-V, V] by a multiplicative hash (ends: V and -V at points 1 and 2) */
+__device__ int quad_acc(int i, long long V, bool ends) {
+    if (ends && (i == 1 || i == 2)) return i == 1 ? (int)V : (int)-V;
+    return (int)((long long)((unsigned)i * 2654435761u % (unsigned)(2 * V + 1)) - V);
+}
+
+/* epi_quad_r<4, W64>, block (a + 127, shifts), thread i: the A bytes of quad_a, t_j across [-T, T], accumulators
+ * spread over [-V, V]; W64 with K = 4096 for every a, 32 bits with K = 512 where |a| <= 90, and epi_quad_r<2> in 32
+ * bits with K = 1024 (the fused MLP's down at hidden 256, rank 2) where |a| <= 90 */
+template <bool R9> __device__ void check_split(Bad *bad, int a, const int (&A)[4][4], const unsigned (&Aw)[4]);
+__global__ void check_epi_r(Bad *bad) {
+    const int a = (int)blockIdx.x - 127, s = 7 + (int)blockIdx.y % 4, ps = 4 + (int)blockIdx.y / 4;
+    int A[4][4];
+    unsigned Aw[4];
+    quad_a(a, A, Aw);
     for (int i = (int)threadIdx.x; i < 4096; i += (int)blockDim.x)
         for (int k = 0; k < 3; k++) {
             const long long K = k == 2 ? 1024 : k ? 512 : 4096, T = 127 * 90 * K, V = 127 * 127 * K;
             const int R = k == 2 ? 2 : 4;
             if (k && (a < -90 || a > 90)) continue;
             int t[4];
-            for (int j = 0; j < 4; j++) {
-                const unsigned h = i < 64 ? (unsigned)i * 65u : ((unsigned)i * (2654435761u + 40503u * (unsigned)j)) >> 20;
-                t[j] = (int)(-T + 2 * T * (long long)(h > 4095 ? 4095 : h) / 4095);
-            }
-            const int acc = (int)((long long)((unsigned)i * 2654435761u % (unsigned)(2 * V + 1)) - V);
+            for (int j = 0; j < 4; j++) t[j] = quad_tj(i, j, T);
+            const int acc = quad_acc(i, V, false);
             const int v[4] = {acc, -acc, acc / 2, -acc / 3};
             const unsigned y = k == 2 ? epi_quad_r<2, false>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1]}, {t[0], t[1]}, s, ps)
                                : k    ? epi_quad_r<4, false>(v[0], v[1], v[2], v[3], Aw, t, s, ps)
@@ -145,65 +158,41 @@ __global__ void check_epi_r(Bad *bad) {
                 if (byte_of(y, q) != egg_mm_out(v[q], p, ps, s)) report(bad, k == 2 ? 11 : 8 + k, a, t[0], acc, 1000 * (100 * s + ps) + q);
             }
         }
-    if (s != 8 || ps != 8 || a < -90 || a > 90) return;
-    for (int i = (int)threadIdx.x; i < 4096; i += (int)blockDim.x) { /* epi_quad_r8 (s = ps = 8) over K = 256's ranges */
-        const long long K = 256, T = 127 * 90 * K, V = 127 * 127 * K;
+    if (s == 8 && ps == 8 && a >= -90 && a <= 90) check_split<false>(bad, a, A, Aw);
+}
+/* the dp2a forms at ranks 2-4 (ranks 0 .. R - 1 of quad_a's bytes), accumulators over [-V, V] and at both ends:
+ * epi_quad_r8 (s = ps = 8) over K = 256's ranges (|t_j| <= 127 * 90 K, |a| <= 90), and epi_quad_r9 (s = 9, ps = 8)
+ * over K = 1024's for any int8 operands (|t_j| <= 127 * 127 K: th_j = t_j >> 9 at its int16 extremes, every a) */
+template <bool R9> __device__ void check_split(Bad *bad, int a, const int (&A)[4][4], const unsigned (&Aw)[4]) {
+    const long long K = R9 ? 1024 : 256, T = 127 * (R9 ? 127 : 90) * K, V = 127 * 127 * K;
+    for (int i = (int)threadIdx.x; i < 4096; i += (int)blockDim.x) {
         int t[4];
-        for (int j = 0; j < 4; j++) {
-            const unsigned h = i < 64 ? (unsigned)i * 65u : ((unsigned)i * (2654435761u + 40503u * (unsigned)j)) >> 20;
-            t[j] = (int)(-T + 2 * T * (long long)(h > 4095 ? 4095 : h) / 4095);
-        }
-        const int acc = i == 1 ? (int)V : i == 2 ? (int)-V : (int)((long long)((unsigned)i * 2654435761u % (unsigned)(2 * V + 1)) - V);
+        for (int j = 0; j < 4; j++) t[j] = quad_tj(i, j, T);
+        const int acc = quad_acc(i, V, true);
         const int v[4] = {acc, -acc, acc / 2, -acc / 3};
-        const int4 ts = t_split(make_int4(t[0], t[1], t[2], t[3]));
-        for (int R = 2; R <= 4; R++) { /* ranks 0 .. R - 1 */
-            const unsigned y = R == 2   ? epi_quad_r8<2>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1]}, ts)
-                               : R == 3 ? epi_quad_r8<3>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1], Aw[2]}, ts)
-                                        : epi_quad_r8<4>(v[0], v[1], v[2], v[3], Aw, ts);
+        const int4 t4 = make_int4(t[0], t[1], t[2], t[3]), ts = R9 ? t_split9(t4) : t_split(t4);
+        for (int R = 2; R <= 4; R++) {
+            const unsigned y = R9 ? (R == 2   ? epi_quad_r9<2>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1]}, ts)
+                                     : R == 3 ? epi_quad_r9<3>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1], Aw[2]}, ts)
+                                              : epi_quad_r9<4>(v[0], v[1], v[2], v[3], Aw, ts))
+                                  : (R == 2   ? epi_quad_r8<2>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1]}, ts)
+                                     : R == 3 ? epi_quad_r8<3>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1], Aw[2]}, ts)
+                                              : epi_quad_r8<4>(v[0], v[1], v[2], v[3], Aw, ts));
             for (int q = 0; q < 4; q++) {
                 long long p = 0;
                 for (int j = 0; j < R; j++) p += (long long)t[j] * A[j][q];
-                if (byte_of(y, q) != egg_mm_out(v[q], p, 8, 8)) report(bad, 10, a, t[0], acc, 10 * R + q);
+                if (byte_of(y, q) != egg_mm_out(v[q], p, 8, R9 ? 9 : 8)) report(bad, R9 ? 12 : 10, a, t[0], acc, 10 * R + q);
             }
         }
     }
 }
-
-/* epi_quad_r9<R> (s = 9, ps = 8, K = 1024), block a + 127: the A bytes as in check_epi_r for every a in -127..127, t_j
- * across [-T, T] with T = 127 * 127 * 1024 (any int8 operands: th_j = t_j >> 9 at its int16 extremes), accumulators over
- * [-V, V] and at both ends */
+/* epi_quad_r9<2..4>, block a + 127: every a in -127..127 */
 __global__ void check_epi_r9(Bad *bad) {
     const int a = (int)blockIdx.x - 127;
     int A[4][4];
     unsigned Aw[4];
-    for (int j = 0; j < 4; j++) {
-        A[j][0] = a;
-        A[j][1] = -a;
-        A[j][2] = (a * (2 * j - 3)) / 3;
-        A[j][3] = j & 1 ? a : 0;
-        Aw[j] = pack(A[j]);
-    }
-    for (int i = (int)threadIdx.x; i < 4096; i += (int)blockDim.x) {
-        const long long K = 1024, T = 127 * 127 * K, V = 127 * 127 * K;
-        int t[4];
-        for (int j = 0; j < 4; j++) {
-            const unsigned h = i < 64 ? (unsigned)i * 65u : ((unsigned)i * (2654435761u + 40503u * (unsigned)j)) >> 20;
-            t[j] = (int)(-T + 2 * T * (long long)(h > 4095 ? 4095 : h) / 4095);
-        }
-        const int acc = i == 1 ? (int)V : i == 2 ? (int)-V : (int)((long long)((unsigned)i * 2654435761u % (unsigned)(2 * V + 1)) - V);
-        const int v[4] = {acc, -acc, acc / 2, -acc / 3};
-        const int4 ts = t_split9(make_int4(t[0], t[1], t[2], t[3]));
-        for (int R = 2; R <= 4; R++) { /* ranks 0 .. R - 1 */
-            const unsigned y = R == 2   ? epi_quad_r9<2>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1]}, ts)
-                               : R == 3 ? epi_quad_r9<3>(v[0], v[1], v[2], v[3], {Aw[0], Aw[1], Aw[2]}, ts)
-                                        : epi_quad_r9<4>(v[0], v[1], v[2], v[3], Aw, ts);
-            for (int q = 0; q < 4; q++) {
-                long long p = 0;
-                for (int j = 0; j < R; j++) p += (long long)t[j] * A[j][q];
-                if (byte_of(y, q) != egg_mm_out(v[q], p, 8, 9)) report(bad, 12, a, t[0], acc, 10 * R + q);
-            }
-        }
-    }
+    quad_a(a, A, Aw);
+    check_split<true>(bad, a, A, Aw);
 }
 
 int main() {
