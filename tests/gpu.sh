@@ -279,26 +279,32 @@ for gb in $gpus; do
       else bad cuda-lanes-exhaustive "$(tail -1 "$T/lanes")"; fi
     else sk cuda-lanes-exhaustive "build/cuda_lanes not built (make builds it where nvcc is found)"; fi
   fi
-  # repeatability at full scale: EGG-256x6 at rank 4 and 3, 32768 members, 16 steps, three runs with the kernels
-  # serialised (EGG_PROFILE, where a TMA refill racing a thread's last shared-memory reads showed most: another
-  # checksum in 4 of 6 such runs before the proxy fences of mbar_release_read) and one real run: the same weights
-  # every time (GPU_ONLY: only where it matches "repeatable")
+  # repeatability at full scale, 32768 members: three runs with the kernels serialised (EGG_PROFILE, where a TMA refill
+  # racing a thread's last shared-memory reads showed most: EGG-256x6 at rank 4 gave another checksum in 4 of 6 such
+  # runs of 16 steps before the proxy fences of mbar_release_read) and one real run: the same weights every time.
+  # EGG-256x6 at rank 4 and 3 (mmx_kernel's A-row ring, the fused MLP); hidden 640 at rank 1 (the recurrence per
+  # timestep: mmp_kernel's gate and mix GEMMs, x . B by per-thread dot products over TMA-loaded stages); hidden 512 at
+  # rank 4 and 384 at rank 1 (rclus_kernel: st.async between a cluster's CTAs), 640 at rank 4 (rclus_kernel with h and
+  # g in one buffer). GPU_ONLY: only where it matches "repeatable"
   if [ "$gb" = cuda ] && { [ -z "${GPU_ONLY:-}" ] || [[ repeatable =~ $GPU_ONLY ]]; }; then
-    for rr in 4 3; do
-      sums=""
+    reps=("256x6-rank-4|--hidden 256 --layers 6 --rank 4 --steps 16" "256x6-rank-3|--hidden 256 --layers 6 --rank 3 --steps 16"
+      "640x2-rank-1|--hidden 640 --layers 2 --rank 1 --steps 8" "512x4-rank-4|--hidden 512 --layers 4 --rank 4 --steps 8"
+      "384x2-rank-1|--hidden 384 --layers 2 --rank 1 --steps 8" "640x2-rank-4|--hidden 640 --layers 2 --rank 4 --steps 8")
+    for rep in "${reps[@]}"; do
+      rn=${rep%%|*}; rargs=${rep#*|}; sums=""
       for k in 1 2 3 4; do
         pe=1; [ "$k" = 4 ] && pe=0
-        EGG_PROFILE=$pe $BIN --data "$T/c.txt" --hidden 256 --layers 6 --seq 100 --pop 32768 --rank "$rr" --bench --steps 16 \
-          --backend cuda >"$T/rep" 2>&1
+        # shellcheck disable=SC2086
+        EGG_PROFILE=$pe $BIN --data "$T/c.txt" $rargs --seq 100 --pop 32768 --bench --backend cuda >"$T/rep" 2>&1
         s=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/rep")
         sums="$sums ${s:-none}"
       done
       # shellcheck disable=SC2086
       if [ "$(printf '%s\n' $sums | sort -u | wc -l)" -eq 1 ] && ! echo "$sums" | grep -q none; then
-        ok "cuda-repeatable-256x6-rank-$rr"
-      elif grep -q '^egg: error: .*of device memory but' "$T/rep"; then # a GPU too small for 32768 members of EGG-256x6
-        sk "cuda-repeatable-256x6-rank-$rr" "$(grep '^egg: error' "$T/rep" | head -1)"
-      else bad "cuda-repeatable-256x6-rank-$rr" "checksums of 16 steps (3 serialised, 1 real):$sums; $(grep '^egg: error' "$T/rep" | head -1)"; fi
+        ok "cuda-repeatable-$rn"
+      elif grep -q '^egg: error: .*of device memory but' "$T/rep"; then # a GPU too small for 32768 members of it
+        sk "cuda-repeatable-$rn" "$(grep '^egg: error' "$T/rep" | head -1)"
+      else bad "cuda-repeatable-$rn" "checksums ($rargs; 3 serialised, 1 real):$sums; $(grep '^egg: error' "$T/rep" | head -1)"; fi
     done
   fi
   for cfg in "${configs[@]}"; do

@@ -229,6 +229,10 @@ __global__ void __launch_bounds__(NTHREADS, 2) mmp_kernel(MMArgs a, const __grid
                 const int8_t *bs = Bs + st * (BM / 2) * BK;
                 const int4 b0 = *(const int4 *)(bs + wg_off(mi >> 1, 2 * half)), b1 = *(const int4 *)(bs + wg_off(mi >> 1, 2 * half + 1));
                 tpart = dp4a_16x2(x0, x1, b0, b1, tpart);
+                /* those generic reads of the X and B stage before the TMA refill (a k-step later) that the barriers
+                 * below let the producer issue: the async proxy's writes are not ordered after them by the barriers
+                 * alone (mbar_release_read) */
+                if (tma) fence_proxy_async();
             }
             /* this k-step's wgmma runs on; the previous one is done in every warpgroup after the
              * barrier, so its stage (= the stage of job j + 2) can be reloaded */
