@@ -49,15 +49,33 @@ I="--data /tmp/b.txt --hidden 128 --layers 2 --seq 20 --pop 2 --steps 3 --val-ev
 $MR -np $NG ./egg_mgpu $I --backend cuda >"$OUT/inv_ar_idle.log" 2>&1
 ./egg_mgpu $I --backend cpu --threads 16 >"$OUT/inv_idle_cpu.log" 2>&1
 echo "idle rank np=$NG (1 pair) checksum=$(sum "$OUT/inv_ar_idle.log"), cpu $(sum "$OUT/inv_idle_cpu.log")"
+# rank 2-4 across GPUs: each matrix's noise has R rank-one terms, the forward and the update's operands take other
+# kernels (the chunk recurrence and the fused MLP at rank 2-4, xb_kernel's T rows); the same checksum on 1, 2 and NG
+# ranks in both update modes as the CPU's, at rank 4 (hidden 256) and at rank 2 with uneven shards (hidden 128)
+for cfg in "256 4 4096" "128 2 8190"; do
+  set -- $cfg
+  R="--data /tmp/b.txt --hidden $1 --layers 2 --rank $2 --seq 20 --pop $3 --steps 3 --val-every 0 --val-windows 4"
+  ./egg_mgpu $R --backend cpu --threads 16 >"$OUT/inv_r$2_cpu.log" 2>&1
+  echo "rank $2 hidden $1 pop $3: cpu reference checksum=$(sum "$OUT/inv_r$2_cpu.log")"
+  for n in 1 2 $NG; do
+    for mode in auto replicated; do
+      [ "$n" = 1 ] && [ "$mode" = replicated ] && continue
+      $MR -np $n ./egg_mgpu $R --backend cuda --update $mode >"$OUT/inv_r$2_${mode}_$n.log" 2>&1
+      echo "rank $2 hidden $1 pop $3 np=$n --update $mode checksum=$(sum "$OUT/inv_r$2_${mode}_$n.log") $(upd "$OUT/inv_r$2_${mode}_$n.log")"
+    done
+  done
+done
 # scaling at a fixed per-GPU population: the default (votes all-reduced) and --update replicated
-for cfg in "256 6 100 32768" "128 4 256 65536"; do
+# (and EGG-256x6 at rank 4, the default update only)
+for cfg in "256 6 100 32768 1" "128 4 256 65536 1" "256 6 100 32768 4"; do
   set -- $cfg
   for n in 1 2 $NG; do
     for mode in auto replicated; do
       [ "$n" = 1 ] && [ "$mode" = replicated ] && continue
-      $MR -np $n ./egg_mgpu --data /tmp/b.txt --hidden $1 --layers $2 --seq $3 --pop $(( $4 * n )) --bench --steps 3 \
-        --backend cuda --update $mode >"$OUT/scale_${mode}_${1}_$n.log" 2>&1
-      echo "scale EGG-${1}x$2 seq $3 per-GPU pop $4 np=$n --update $mode: $(grep -a 'bench pop_tok' "$OUT/scale_${mode}_${1}_$n.log")"
+      [ "$5" != 1 ] && [ "$mode" = replicated ] && continue
+      $MR -np $n ./egg_mgpu --data /tmp/b.txt --hidden $1 --layers $2 --seq $3 --pop $(( $4 * n )) --rank $5 --bench --steps 3 \
+        --backend cuda --update $mode >"$OUT/scale_${mode}_${1}_r$5_$n.log" 2>&1
+      echo "scale EGG-${1}x$2 seq $3 rank $5 per-GPU pop $4 np=$n --update $mode: $(grep -a 'bench pop_tok' "$OUT/scale_${mode}_${1}_r$5_$n.log")"
     done
   done
 done
