@@ -800,8 +800,12 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
 #pragma unroll
         for (int q = 0; q < CN - 1; q++) st_async4(rbase[q] + o, v, rbase[q] + b);
     };
-    /* SHG: this warp's MMAs of phase ph have read the buffer; arrive on phase ph's read-done mbarrier in every CTA */
+    /* SHG: this warp's MMAs of phase ph have read the buffer; arrive on phase ph's read-done mbarrier in every CTA.
+     * Its lanes' reads of the partial-sum slots (terms) before it too: at phase 0 a partner overwrites them (the next
+     * phase's x.B partials share the slots) once every warp arrived, so the warp syncs (memory ordering among its
+     * lanes) and lane 0's release arrive then covers every lane's reads */
     auto rd_arrive = [&](int ph) {
+        if (SHG) __syncwarp();
         if (SHG && lane == 0) {
             mbar_arrive(bars + 2 + ph);
             const unsigned b = roff(bars + 2 + ph);
