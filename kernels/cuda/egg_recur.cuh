@@ -663,7 +663,7 @@ template <int H> __host__ __device__ constexpr int rclus_ctas() { return H / 128
 template <int R> __host__ __device__ constexpr int rclus_rk() { return R > 1 ? R : 1; }
 template <int R> __host__ __device__ constexpr int rclus_as() { return R > 1 ? 0 : 2 * 32 * RCL_PITCH; }
 /* H = 640: h and g share one buffer (Uf, Uh rows take 160 KB), so a CTA overwrites it, its own and its partners', only once
- * every CTA's MMAs of the phase have read it (a read-done mbarrier each warp of the cluster arrives on in every CTA) */
+ * every CTA's MMAs of the phase have read it (a read-done mbarrier: its own threads and every partner's warps arrive on it) */
 template <int H> __host__ __device__ constexpr bool rclus_shg() { return H > 512; }
 /* a row's partial-sum slots (CTA, warpgroup): 2 H / 128, at least 8 */
 template <int H> __host__ __device__ constexpr int rclus_nsp() { return H / 64 > 8 ? H / 64 : 8; }
@@ -726,8 +726,8 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
         mbar_init(bars, 1);
         mbar_init(bars + 1, 1);
         if (SHG) {
-            mbar_init(bars + 2, 8 * CN); /* every warp of the cluster */
-            mbar_init(bars + 3, 8 * CN);
+            mbar_init(bars + 2, RCL_THREADS + 8 * (CN - 1)); /* this CTA's threads, every partner's warps */
+            mbar_init(bars + 3, RCL_THREADS + 8 * (CN - 1));
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -801,13 +801,16 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
         for (int q = 0; q < CN - 1; q++) st_async4(rbase[q] + o, v, rbase[q] + b);
     };
     /* SHG: this warp's MMAs of phase ph have read the buffer; arrive on phase ph's read-done mbarrier in every CTA.
-     * Its lanes' reads of the partial-sum slots (terms) before it too: at phase 0 a partner overwrites them (the next
-     * phase's x.B partials share the slots) once every warp arrived, so the warp syncs (memory ordering among its
-     * lanes) and lane 0's release arrive then covers every lane's reads */
+     * Its lanes' reads of the partial-sum slots (terms) come before it too: at phase 0 the next phase's x.B partials
+     * overwrite them (the two phases share the slots) once every arrival is in. Each thread arrives here itself (its
+     * release covers its own reads: with lane 0 alone, compute-sanitizer's racecheck reported the other lanes' reads
+     * against this CTA's writes), and lane 0 at the partners after the warp syncs (memory ordering among its lanes) */
     auto rd_arrive = [&](int ph) {
-        if (SHG) __syncwarp();
-        if (SHG && lane == 0) {
+        if (SHG) {
             mbar_arrive(bars + 2 + ph);
+            __syncwarp();
+        }
+        if (SHG && lane == 0) {
             const unsigned b = roff(bars + 2 + ph);
 #pragma unroll
             for (int q = 0; q < CN - 1; q++) mbar_arrive_remote(rbase[q] + b);
