@@ -326,11 +326,11 @@ static bool mlp_fused_takes(const CudaImpl *c, const Ctx *x, int l, int r) {
     return !(r && (wrap % (BM / 2) != 0 || c->pstride >= ((size_t)1 << 31) || c->pstride % 16 != 0 || c->noff[iu] % 16 != 0 ||
                    c->noff[idn] % 16 != 0));
 }
-/* tup: at rank 2-4 up's T rows, written already (by EGG-LN2 in lnxb_kernel), else NULL: xb_kernel's pass here */
+/* where mlp_fused_takes(c, x, l, noisy ? c->r : 0) (the caller's, once a layer). tup: at rank 2-4 up's T rows, written
+ * already (by EGG-LN2 in lnxb_kernel), else NULL: xb_kernel's pass here */
 static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, const int32_t *tup, int *done, egg_err *err) {
     *done = 0;
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, r = noisy ? c->r : 0, wrap = x->n / 2;
-    if (!mlp_fused_takes(c, x, l, r)) return 0;
     MMArgs a; /* down's GEMM: Y = X (the residual stream), other = R */
     memset(&a, 0, sizeof a);
     a.M = rows; a.N = H; a.K = 4 * H; a.s = egg_mm_shift((uint32_t)(4 * H)); a.pshift = c->pshift; a.r = r;
@@ -622,8 +622,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
 #ifdef EGG_MMP
             /* rank 2-4 where lnxb_kernel takes EGG-LN2 with up's T rows (EGG_CUDA_LN2XB): the recurrence without the LN,
              * then that LN, so that up needs no xb_kernel pass. ln2x: the chunk recurrence, where the fused MLP runs */
+            const bool mlpf = mlp_fused_takes(c, x, l, noisy ? c->r : 0); /* this layer's MLP in one mlp_kernel launch */
             const bool ln2_up = nz && c->r >= 2 && c->ln2xb && lnxb_takes(c, n, nz, lnp, id0 + EGG_L_UP, -1);
-            const bool ln2x = ln2_up && c->rreg && mlp_fused_takes(c, x, l, c->r);
+            const bool ln2x = ln2_up && c->rreg && mlpf;
             /* rank 2-4: rreg_kernel alone, with the step's perturbed biases and LN2 weights (else per timestep) */
             const bool chunked = rec_chunked(c, noisy) && (!nz || c->r <= 1 || (lnp && (H == 128 || c->ln2_fuse || ln2x)));
             if (chunked) { /* the whole chunk's recurrence in one launch, Uf and Uh resident */
@@ -735,7 +736,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
             prof_mark(c, P_LN2);
             int fused = 0;
 #ifdef EGG_MMP
-            if ((rc = mlp_fused(c, x, rows, l, noisy, upt ? (const int32_t *)x->TF : NULL, &fused, err))) return rc;
+            if (mlpf && (rc = mlp_fused(c, x, rows, l, noisy, upt ? (const int32_t *)x->TF : NULL, &fused, err))) return rc;
             if (fused) prof_mark(c, P_MLP);
 #endif
             if (!fused) {

@@ -82,6 +82,12 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         g++;
     };
     auto release = [&](unsigned jr) { mbar_arrive(empty + jr % ML_S); }; /* stage job jr is read */
+    /* the block's x (and at rank 1 up's B) rows are read: at rank 1 by t_up's generic loads too (mbar_release_read's proxy
+     * fence before the TMA refill), else by the MMAs alone */
+    auto release_x = [&]() {
+        if constexpr (R == 1) mbar_release_read(xempty);
+        else mbar_arrive(xempty);
+    };
     if constexpr (RS) { /* the first block's first up; a later block's is issued by the block before, in its last epilogue */
         mbar_wait(xfull, 0);
         issue_up(0);
@@ -222,7 +228,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 wg_wait<0>(); /* this chunk's up and the down of chunk c - 2 are done */
                 release(j + 2 * c);
                 if (c >= 2) release(j + 2 * c - 3);
-                if (c == NC - 1) mbar_release_read(xempty); /* the block's x and B_up rows are read (rank 1: t_up's loads) */
+                if (c == NC - 1) release_x();
 #pragma unroll
                 for (int i = 0; i < 32; i++) {
                     if (EP == 2 && R <= 1) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
@@ -259,7 +265,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             wg_wait<0>();
             release(j + 2 * NC - 2);
             release(j + 2 * NC - 3);
-            mbar_release_read(xempty); /* the block's x and B_up rows are read (rank 1: t_up's loads) */
+            release_x();
             chunk(NC - 1, false, false);
         } else { /* the epilogue after the chunk's up, the chunk's down after it */
             for (int c = 0; c < NC; c++) {
@@ -267,7 +273,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
                 release(j + 2 * c);
                 if (c > 0) release(j + 2 * c - 1);
-                if (c == NC - 1) mbar_release_read(xempty); /* the block's x and B_up rows are read (rank 1: t_up's loads) */
+                if (c == NC - 1) release_x();
                 epilogue(c, du);
                 issue_down(c);
                 wg_commit();

@@ -809,11 +809,11 @@ __global__ void __launch_bounds__(RCL_THREADS, 1) rclus_kernel(RecChunk a) {
         if (SHG) {
             mbar_arrive(bars + 2 + ph);
             __syncwarp();
-        }
-        if (SHG && lane == 0) {
-            const unsigned b = roff(bars + 2 + ph);
+            if (lane == 0) {
+                const unsigned b = roff(bars + 2 + ph);
 #pragma unroll
-            for (int q = 0; q < CN - 1; q++) mbar_arrive_remote(rbase[q] + b);
+                for (int q = 0; q < CN - 1; q++) mbar_arrive_remote(rbase[q] + b);
+            }
         }
     };
     unsigned prd[2] = {0, 0}; /* SHG: the read-done mbarriers' phases */
