@@ -5,7 +5,7 @@
 # Skips cleanly, saying so, where the binary has no GPU backend or no GPU.
 set -u
 cd "$(dirname "$0")/.."
-BIN=./egg_mgpu
+BIN=${EGG_GPU_BIN:-./egg_mgpu} # EGG_GPU_BIN: another build of it (a developer checking that a check fails on old code)
 pass=0; fail=0; skip=0
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
@@ -306,6 +306,46 @@ for gb in $gpus; do
         sk "cuda-repeatable-$rn" "$(grep '^egg: error' "$T/rep" | head -1)"
       else bad "cuda-repeatable-$rn" "checksums ($rargs; 3 serialised, 1 real):$sums; $(grep '^egg: error' "$T/rep" | head -1)"; fi
     done
+  fi
+  # compute-sanitizer over one small step (and the closing validation) of each kernel family: racecheck (shared-memory
+  # hazards between a block's threads and a cluster's CTAs: it found the cluster recurrence's read-done ordering at
+  # hidden 640, 16 hazards in rclus_kernel<640, 4> before e1f2a1c), synccheck (barriers), memcheck (out-of-bounds and
+  # misaligned accesses) and initcheck (reads of device memory never written: padding, a partial tile's rows, 130
+  # members at hidden 64). Each must report 0 hazards / 0 errors and end with the CPU's checksum. Configs: hidden 256
+  # at rank 1 and 4 (the fused MLP, mmx_kernel's A-row ring, rreg_kernel, lnxb_kernel), 128 at rank 2, the cluster
+  # recurrence at 640 (rank 4, and rank 1 by EGG_CUDA_RCLUS640=2), 512 rank 4 and 384 rank 2, hidden 640 rank 1 (the
+  # per-timestep GEMMs, mmp_kernel), 1024 rank 2 (the split recurrence). GPU_ONLY: only the runs whose
+  # "sanitizer-TOOL-NAME" it matches (GPU_ONLY=sanitizer: all of them)
+  if [ "$gb" = cuda ]; then
+    CS=$(command -v compute-sanitizer || { [ -x /usr/local/cuda/bin/compute-sanitizer ] && echo /usr/local/cuda/bin/compute-sanitizer; })
+    if [ -z "$CS" ]; then sk cuda-sanitizer "compute-sanitizer not found (on PATH or in /usr/local/cuda/bin)"
+    else
+      sans=("racecheck|256x2-rank-1|--hidden 256 --layers 2 --rank 1 --pop 1280" "racecheck|256x2-rank-4|--hidden 256 --layers 2 --rank 4 --pop 1280"
+        "racecheck|128x2-rank-2|--hidden 128 --layers 2 --rank 2 --pop 1280" "racecheck|640-rank-4|--hidden 640 --layers 1 --rank 4 --pop 1280"
+        "racecheck|640-rank-1-cluster|--hidden 640 --layers 1 --rank 1 --pop 1280|EGG_CUDA_RCLUS640=2"
+        "racecheck|512-rank-4|--hidden 512 --layers 1 --rank 4 --pop 1280" "racecheck|384-rank-2|--hidden 384 --layers 1 --rank 2 --pop 1280"
+        "racecheck|640-rank-1|--hidden 640 --layers 1 --rank 1 --pop 1280" "racecheck|1024-rank-2|--hidden 1024 --layers 1 --rank 2 --pop 256"
+        "synccheck|256x2-rank-4|--hidden 256 --layers 2 --rank 4 --pop 1280" "synccheck|640-rank-4|--hidden 640 --layers 1 --rank 4 --pop 1280"
+        "memcheck|256x2-rank-1|--hidden 256 --layers 2 --rank 1 --pop 1280" "memcheck|512-rank-4|--hidden 512 --layers 1 --rank 4 --pop 1280"
+        "memcheck|640-rank-4|--hidden 640 --layers 1 --rank 4 --pop 1280" "memcheck|1024-rank-2|--hidden 1024 --layers 1 --rank 2 --pop 256"
+        "memcheck|128x2-rank-2|--hidden 128 --layers 2 --rank 2 --pop 1280"
+        "initcheck|256x2-rank-4|--hidden 256 --layers 2 --rank 4 --pop 1280" "initcheck|640-rank-4|--hidden 640 --layers 1 --rank 4 --pop 1280"
+        "initcheck|1024-rank-2|--hidden 1024 --layers 1 --rank 2 --pop 256" "initcheck|64x3-rank-3-odd|--hidden 64 --layers 3 --rank 3 --pop 130")
+      for sa in "${sans[@]}"; do
+        tool=${sa%%|*}; rest=${sa#*|}; sn=${rest%%|*}; sargs=${rest#*|}; senv=
+        case "$sargs" in *"|"*) senv=${sargs#*|}; sargs=${sargs%%|*};; esac
+        if [ -n "${GPU_ONLY:-}" ] && ! [[ sanitizer-$tool-$sn =~ $GPU_ONLY ]]; then continue; fi
+        sc="--data $T/c.txt $sargs --seq 8 --steps 1 --val-every 0 --val-windows 2 --val-len 16 --threads 2"
+        # shellcheck disable=SC2086
+        $BIN $sc --backend cpu >"$T/san_cpu" 2>&1
+        # shellcheck disable=SC2086
+        env $senv timeout -k 10 "$gtl" "$CS" --tool "$tool" --error-exitcode 3 --print-limit 10 $BIN $sc --backend cuda >"$T/san" 2>&1; rc=$?
+        a=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/san_cpu"); b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/san")
+        if [ "$tool" = racecheck ]; then want="RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"; else want="ERROR SUMMARY: 0 errors"; fi
+        if [ $rc -eq 0 ] && grep -qF "$want" "$T/san" && [ -n "$a" ] && [ "$a" = "$b" ]; then ok "cuda-$tool-$sn"
+        else bad "cuda-$tool-$sn" "exit $rc, $(grep -E 'SUMMARY' "$T/san" | head -1), checksum cpu=$a cuda=$b; first report: $(grep -m1 -E '^========= (Error|Warning|Race|Invalid)' "$T/san")"; fi
+      done
+    fi
   fi
   for cfg in "${configs[@]}"; do
     name=${cfg%%|*}; args=${cfg#*|}; genv=
