@@ -4,13 +4,16 @@
 #   tools/egg_tokens.py: text -> .bin trains (bits per token) and matches the
 #                        same bytes as text; ids with vocab > 256 -> uint16 file
 #                        that egg_mgpu accepts.
+#   tools/ncu_bytes.py : an Nsight Compute CSV (program output around it, the
+#                        units row, thousands separators) summed per kernel;
+#                        the expected table is worked out by hand below.
 # Independent goldens: the .bin header is decoded here with od, the PNG
 # signature is checked byte for byte, and a .bin of a text's bytes must train
 # to exactly the text's checksum (same token stream, different loader).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$LIB_ROOT
 CHECKS=(plot_png plot_default_name plot_bad_log plot_missing_log tokens_text_header tokens_text_trains
-        tokens_text_equals_txt tokens_ids_u16_header tokens_ids_u16_trains tokens_ids_bad_id)
+        tokens_text_equals_txt tokens_ids_u16_header tokens_ids_u16_trains tokens_ids_bad_id ncu_bytes_table ncu_bytes_missing_metric)
 lib_init tools || skip_all "egg_mgpu not built (run make)" "${CHECKS[@]}"
 
 # u32 / u64 little-endian field of a file at a byte offset (od, not the tool under test)
@@ -117,5 +120,38 @@ brc=$?
 if [ $brc -eq 2 ] && [ ! -e badids.bin ] && [ ! -e badids.bin.tmp ] && grep -q '^egg_tokens.py: error: .*300' badids.err; then
     pass tokens_ids_bad_id
 else fail tokens_ids_bad_id "want exit 2, an error naming 300 and no file; got $brc: $(head -c 200 badids.err)"; fi
+
+# ----------------------------------------------------------------- ncu_bytes.py
+# two launches of k_a (1,500 + 500 Mbyte read, 2,000 + 1,000 Kbyte written, 100 + 400 us) and one of k_b (0.5 Mbyte,
+# 500 Kbyte, 50 us), scaled by 2, at 2e12 bytes/s: k_a 4.00 GB read, 0.006 GB written, 1.000 ms, 4.006e9 / 1e-3 s =
+# 4.01 TB/s; k_b 0.001 + 0.001 GB in 0.1 ms = 0.02 TB/s; in all 4.001 + 0.007 GB = 4.008e9 bytes: 2.004 ms at 2e12
+cat >ncu.csv <<'CSV'
+==PROF== Connected to process 1 (/x/egg_mgpu)
+egg_mgpu 0.1.0: EGG-256x6 vocab 256
+"ID","Kernel Name","Block Size","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum"
+"","","","Mbyte","Kbyte","usecond"
+"0","void k_a<256, 1>(MMArgs, int)","(128, 1, 1)","1,500","2,000","100"
+"1","k_b(int *)","(32, 1, 1)","0.5","500","50"
+"2","void k_a<256, 1>(MMArgs, int)","(128, 1, 1)","500","1,000","400"
+==PROF== Disconnected from process 1
+CSV
+python3 "$ROOT/tools/ncu_bytes.py" --scale 2 --bw 2e12 ncu.csv >ncu.out 2>ncu.err
+nrc=$?
+# shellcheck disable=SC2016 # the backticks are the table's markdown
+want_a='| `void k_a<256, 1>` | 2 | 4.00 | 0.01 | 1.000 | 4.01 |'
+# shellcheck disable=SC2016
+want_b='| `k_b` | 1 | 0.00 | 0.00 | 0.100 | 0.02 |'
+want_t='total: 4.00 GB read, 0.01 GB written, 1.100 ms of kernels; the bytes take 2.004 ms at 2e+12 bytes/s'
+if [ $nrc -ne 0 ]; then fail ncu_bytes_table "exit $nrc: $(head -c 200 ncu.err)"
+elif [ "$(sed -n 3p ncu.out)" != "$want_a" ] || [ "$(sed -n 4p ncu.out)" != "$want_b" ] || [ "$(sed -n 5p ncu.out)" != "$want_t" ]; then
+    fail ncu_bytes_table "got: $(tr '\n' '/' <ncu.out)"
+else pass ncu_bytes_table; fi
+# a CSV without the write counter: exit 2, one line naming it
+grep -v '^"[0-9]' ncu.csv | sed 's/dram__bytes_write.sum/lts__t_bytes.sum/' >ncu_bad.csv
+python3 "$ROOT/tools/ncu_bytes.py" ncu_bad.csv >/dev/null 2>ncu_bad.err
+nrc=$?
+if [ $nrc -eq 2 ] && [ "$(wc -l <ncu_bad.err)" -eq 1 ] && grep -q '^ncu_bytes.py: error: .*dram__bytes_write.sum' ncu_bad.err; then
+    pass ncu_bytes_missing_metric
+else fail ncu_bytes_missing_metric "want exit 2 and one line naming dram__bytes_write.sum; got $nrc: $(head -c 200 ncu_bad.err)"; fi
 
 lib_finish
