@@ -234,6 +234,41 @@ configs=(
   "h640-r3-sigma0-recurrence-cluster-rank-3|--hidden 640 --layers 1 --rank 3 --pop 130 --seq 5 --sigma-shift 0"
   "h640-r2-recurrence-cluster-rank-2-2-clusters|--hidden 640 --layers 2 --rank 2 --pop 384 --seq 5|EGG_CUDA_RCLUS=2"
 )
+# and EGG_GPU_RANDOM (default 12) configs drawn at random over the issue's ranges from EGG_GPU_SEED (default 20261128,
+# so that a run repeats; another seed draws other combinations): hidden 32..512 in steps of 32 (at most 3 layers from
+# 384 up), layers 1..6, rank 1..4, even populations 2..700 (a third of them multiples of 128 up to 1280, whose noise
+# rows come by TMA), seq 3..12, sign or norm fitness, group 2 or 4, noise reuse 1 or 2, sigma-shift 0, 2, 4, 5 or 6,
+# the byte text or the 301-token file, and sometimes the timesteps in chunks of 2..5. A config's name is its draw.
+seed=${EGG_GPU_SEED:-20261128}; nrand=${EGG_GPU_RANDOM:-12}
+mapfile -t rcfgs < <(python3 - "$seed" "$nrand" "$T" <<'PY'
+import random, sys
+seed, n, T = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+rng = random.Random(seed)
+for i in range(n):
+    H = 32 * rng.randint(1, 16)
+    L = rng.randint(1, 3 if H >= 384 else 6)
+    R = rng.randint(1, 4)
+    G = 4 if rng.random() < 0.2 else 2
+    if rng.random() < 1 / 3:
+        P = 128 * rng.randint(1, 10)
+    else:
+        P = G * rng.randint(1, 700 // G)
+    S = rng.randint(3, 12)
+    fit = "norm" if rng.random() < 0.2 else "sign"
+    reuse = 2 if rng.random() < 0.2 else 1
+    sig = rng.choice([4, 4, 0, 2, 5, 6])
+    tok = rng.random() < 0.2
+    tch = rng.randint(2, 5) if rng.random() < 0.2 else 0
+    name = "rand-%d-%d-h%d-l%d-r%d-p%d-s%d-%s-g%d-u%d-sig%d%s%s" % (seed, i, H, L, R, P, S, fit, G, reuse, sig,
+                                                                  "-tokens" if tok else "", "-tchunk%d" % tch if tch else "")
+    args = "--hidden %d --layers %d --rank %d --pop %d --seq %d --fitness %s --group %d --noise-reuse %d --sigma-shift %d" % (
+        H, L, R, P, S, fit, G, reuse, sig)
+    if tok:
+        args += " --data %s/t.bin" % T
+    print(name + "|" + args + ("|EGG_CUDA_TCHUNK=%d" % tch if tch else ""))
+PY
+)
+configs+=("${rcfgs[@]}")
 if [ -n "${GPU_ONLY:-}" ]; then # GPU_ONLY=regex: only the configs whose names match (a developer's quick run)
   sel=(); for cfg in "${configs[@]}"; do [[ ${cfg%%|*} =~ $GPU_ONLY ]] && sel+=("$cfg"); done; configs=("${sel[@]}")
 fi
