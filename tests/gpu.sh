@@ -10,6 +10,7 @@ pass=0; fail=0; skip=0
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 sk() { echo "SKIP $1: $2"; skip=$((skip + 1)); }
+csum() { sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$1" | head -1; } # the first checksum a run's output prints
 finish() {
   if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
   [ "$fail" -eq 0 ]
@@ -331,7 +332,7 @@ for gb in $gpus; do
         pe=1; [ "$k" = 4 ] && pe=0
         # shellcheck disable=SC2086
         EGG_PROFILE=$pe $BIN --data "$T/c.txt" $rargs --seq 100 --pop 32768 --bench --backend cuda >"$T/rep" 2>&1
-        s=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/rep")
+        s=$(csum "$T/rep")
         sums="$sums ${s:-none}"
       done
       # shellcheck disable=SC2086
@@ -355,30 +356,37 @@ for gb in $gpus; do
     CS=$(command -v compute-sanitizer || { [ -x /usr/local/cuda/bin/compute-sanitizer ] && echo /usr/local/cuda/bin/compute-sanitizer; })
     if [ -z "$CS" ]; then sk cuda-sanitizer "compute-sanitizer not found (on PATH or in /usr/local/cuda/bin)"
     else
-      sans=("racecheck|256x2-rank-1|--hidden 256 --layers 2 --rank 1 --pop 1280" "racecheck|256x2-rank-4|--hidden 256 --layers 2 --rank 4 --pop 1280"
-        "racecheck|128x2-rank-2|--hidden 128 --layers 2 --rank 2 --pop 1280" "racecheck|640-rank-4|--hidden 640 --layers 1 --rank 4 --pop 1280"
-        "racecheck|640-rank-1-cluster|--hidden 640 --layers 1 --rank 1 --pop 1280|EGG_CUDA_RCLUS640=2"
-        "racecheck|512-rank-4|--hidden 512 --layers 1 --rank 4 --pop 1280" "racecheck|384-rank-2|--hidden 384 --layers 1 --rank 2 --pop 1280"
-        "racecheck|640-rank-1|--hidden 640 --layers 1 --rank 1 --pop 1280" "racecheck|1024-rank-2|--hidden 1024 --layers 1 --rank 2 --pop 256"
-        "synccheck|256x2-rank-4|--hidden 256 --layers 2 --rank 4 --pop 1280" "synccheck|640-rank-4|--hidden 640 --layers 1 --rank 4 --pop 1280"
-        "memcheck|256x2-rank-1|--hidden 256 --layers 2 --rank 1 --pop 1280" "memcheck|512-rank-4|--hidden 512 --layers 1 --rank 4 --pop 1280"
-        "memcheck|640-rank-4|--hidden 640 --layers 1 --rank 4 --pop 1280" "memcheck|1024-rank-2|--hidden 1024 --layers 1 --rank 2 --pop 256"
-        "memcheck|128x2-rank-2|--hidden 128 --layers 2 --rank 2 --pop 1280"
-        "initcheck|256x2-rank-4|--hidden 256 --layers 2 --rank 4 --pop 1280" "initcheck|640-rank-4|--hidden 640 --layers 1 --rank 4 --pop 1280"
-        "initcheck|1024-rank-2|--hidden 1024 --layers 1 --rank 2 --pop 256" "initcheck|64x3-rank-3-odd|--hidden 64 --layers 3 --rank 3 --pop 130")
+      # name | tools | args [| environment]
+      sans=("256x2-rank-1|racecheck memcheck|--hidden 256 --layers 2 --rank 1 --pop 1280"
+        "256x2-rank-4|racecheck synccheck initcheck|--hidden 256 --layers 2 --rank 4 --pop 1280"
+        "128x2-rank-2|racecheck memcheck|--hidden 128 --layers 2 --rank 2 --pop 1280"
+        "640-rank-4|racecheck synccheck memcheck initcheck|--hidden 640 --layers 1 --rank 4 --pop 1280"
+        "640-rank-1-cluster|racecheck|--hidden 640 --layers 1 --rank 1 --pop 1280|EGG_CUDA_RCLUS640=2"
+        "512-rank-4|racecheck memcheck|--hidden 512 --layers 1 --rank 4 --pop 1280"
+        "384-rank-2|racecheck|--hidden 384 --layers 1 --rank 2 --pop 1280"
+        "640-rank-1|racecheck|--hidden 640 --layers 1 --rank 1 --pop 1280"
+        "1024-rank-2|racecheck memcheck initcheck|--hidden 1024 --layers 1 --rank 2 --pop 256"
+        "64x3-rank-3-odd|initcheck|--hidden 64 --layers 3 --rank 3 --pop 130")
       for sa in "${sans[@]}"; do
-        tool=${sa%%|*}; rest=${sa#*|}; sn=${rest%%|*}; sargs=${rest#*|}; senv=
+        sn=${sa%%|*}; rest=${sa#*|}; tools=${rest%%|*}; sargs=${rest#*|}; senv=
         case "$sargs" in *"|"*) senv=${sargs#*|}; sargs=${sargs%%|*};; esac
-        if [ -n "${GPU_ONLY:-}" ] && ! [[ sanitizer-$tool-$sn =~ $GPU_ONLY ]]; then continue; fi
+        stools=""
+        for tool in $tools; do
+          if [ -z "${GPU_ONLY:-}" ] || [[ sanitizer-$tool-$sn =~ $GPU_ONLY ]]; then stools="$stools $tool"; fi
+        done
+        [ -n "$stools" ] || continue
         sc="--data $T/c.txt $sargs --seq 8 --steps 1 --val-every 0 --val-windows 2 --val-len 16 --threads 2"
         # shellcheck disable=SC2086
         $BIN $sc --backend cpu >"$T/san_cpu" 2>&1
-        # shellcheck disable=SC2086
-        env $senv timeout -k 10 "$gtl" "$CS" --tool "$tool" --error-exitcode 3 --print-limit 10 $BIN $sc --backend cuda >"$T/san" 2>&1; rc=$?
-        a=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/san_cpu"); b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/san")
-        if [ "$tool" = racecheck ]; then want="RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"; else want="ERROR SUMMARY: 0 errors"; fi
-        if [ $rc -eq 0 ] && grep -qF "$want" "$T/san" && [ -n "$a" ] && [ "$a" = "$b" ]; then ok "cuda-$tool-$sn"
-        else bad "cuda-$tool-$sn" "exit $rc, $(grep -E 'SUMMARY' "$T/san" | head -1), checksum cpu=$a cuda=$b; first report: $(grep -m1 -E '^========= (Error|Warning|Race|Invalid)' "$T/san")"; fi
+        a=$(csum "$T/san_cpu")
+        for tool in $stools; do
+          # shellcheck disable=SC2086
+          env $senv timeout -k 10 "$gtl" "$CS" --tool "$tool" --error-exitcode 3 --print-limit 10 $BIN $sc --backend cuda >"$T/san" 2>&1; rc=$?
+          b=$(csum "$T/san")
+          if [ "$tool" = racecheck ]; then want="RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"; else want="ERROR SUMMARY: 0 errors"; fi
+          if [ $rc -eq 0 ] && grep -qF "$want" "$T/san" && [ -n "$a" ] && [ "$a" = "$b" ]; then ok "cuda-$tool-$sn"
+          else bad "cuda-$tool-$sn" "exit $rc, $(grep -E 'SUMMARY' "$T/san" | head -1), checksum cpu=$a cuda=$b; first report: $(grep -m1 -E '^========= (Error|Warning|Race|Invalid)' "$T/san")"; fi
+        done
       done
     fi
   fi
@@ -422,7 +430,7 @@ print('len %d vs %d, %d differ, first at %s: cpu %s gpu %s' % (len(x),len(y),len
   $BIN $base --steps 2 --backend cpu --checkpoint-dir "$T/ck" >"$T/r2" 2>&1
   # shellcheck disable=SC2086
   $BIN $base --steps 4 --backend "$gb" --checkpoint-dir "$T/ck" --resume latest >"$T/r3" 2>&1
-  a=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/r1"); b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/r3")
+  a=$(csum "$T/r1"); b=$(csum "$T/r3")
   [ -n "$a" ] && [ "$a" = "$b" ] && ok "$gb-resume-from-cpu" || bad "$gb-resume-from-cpu" "straight cpu=$a resumed $gb=$b"
   # the GPU's checkpoint of step 4 resumed at that step (no step runs) samples the loaded weights: greedy, the CPU
   # straight run's sample at step 4
@@ -445,7 +453,7 @@ print('len %d vs %d, %d differ, first at %s: cpu %s gpu %s' % (len(x),len(y),len
   if [ -s "$T/m2" ] && grep -aq 'rank 0/2' "$T/m2"; then
     # shellcheck disable=SC2086
     $BIN $base --backend cpu >"$T/m1" 2>&1
-    a=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/m1"); b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/m2" | head -1)
+    a=$(csum "$T/m1"); b=$(csum "$T/m2")
     if [ -n "$a" ] && [ "$a" = "$b" ] && grep -aq 'egg: update: replicated (auto: no NCCL' "$T/m2"; then ok "$gb-two-ranks-one-gpu"
     else bad "$gb-two-ranks-one-gpu" "cpu=$a 2 ranks $gb=$b ($(grep -a 'egg: update' "$T/m2" | cut -c1-60)): $(grep -a 'error' "$T/m2" | head -1)"; fi
   else sk "$gb-two-ranks-one-gpu" "no mpirun, or this build has no MPI"; fi
@@ -454,7 +462,7 @@ print('len %d vs %d, %d differ, first at %s: cpu %s gpu %s' % (len(x),len(y),len
     # shellcheck disable=SC2086
     env $vis OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
       mpirun --oversubscribe -x "${vis%%=*}" -np 2 $BIN $base --backend "$gb" --update allreduce --check-every 1 >"$T/m3" 2>&1
-    b=$(sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$T/m3" | head -1)
+    b=$(csum "$T/m3")
     if [ -n "$a" ] && [ "$a" = "$b" ] && grep -aq 'egg: update: allreduce' "$T/m3"; then ok "$gb-two-ranks-one-gpu-update-allreduce"
     else bad "$gb-two-ranks-one-gpu-update-allreduce" "cpu=$a 2 ranks $gb=$b: $(grep -a 'error' "$T/m3" | head -1)"; fi
   else sk "$gb-two-ranks-one-gpu-update-allreduce" "no mpirun, or this build has no MPI"; fi
