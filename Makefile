@@ -53,6 +53,11 @@ ifneq ($(NVCC),)
   # int8 wgmma issue-rate probe (tools/wgmma_rate.cu, a diagnostic run by hand on the GPU machine)
   CUDA_TESTS := $(BUILD)/cuda_lanes $(BUILD)/wgmma_rate
   CFLAGS += -DEGG_HAVE_CUDA
+  # NVTX ranges around the step's phases (src/util.c), for Nsight Systems and Nsight Compute (tools/gpu_roofline.sh
+  # filters on them): the CUDA toolkit's header-only NVTX 3, which costs nothing where no tool is attached
+  ifneq ($(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h),)
+    NVTX_FLAGS := -DEGG_HAVE_NVTX -isystem $(CUDA_HOME)/include
+  endif
   EXTRA_LIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
   BACKENDS += cuda
   # NCCL (fitness all-gather from device memory) when its header is found
@@ -100,12 +105,13 @@ all: egg_mgpu $(CUDA_TESTS)
 	@echo "make: built egg_mgpu (backends: $(BACKENDS)$(if $(MPIFLAGS),; MPI,; no MPI))"
 
 # rebuild everything when the compiler or flags change (e.g. nvcc appears)
-FLAGSTAMP := $(BUILD)/flags.$(shell echo '$(CC) $(CFLAGS) $(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) $(HIPCC) $(HIP_ARCH)' | cksum | cut -d' ' -f1)
+FLAGSTAMP := $(BUILD)/flags.$(shell echo '$(CC) $(CFLAGS) $(NVTX_FLAGS) $(NVCC) $(NVCCFLAGS) $(NVCC_EXTRA) $(HIPCC) $(HIP_ARCH)' | cksum | cut -d' ' -f1)
 $(FLAGSTAMP): | $(BUILD)
 	@rm -f $(BUILD)/flags.* && touch $@
 
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h) $(FLAGSTAMP) | $(BUILD)
 	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/util.o: CFLAGS += $(NVTX_FLAGS)
 
 $(BUILD)/cuda_lanes: tests/cuda_lanes.cu kernels/cuda/egg_lanes.cuh kernels/cuda/egg_ln.cuh kernels/cuda/egg_epi.cuh src/egg_math.h src/egg_tables.h $(FLAGSTAMP) | $(BUILD)
 	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -diag-suppress 20091 -Isrc -Ikernels $< -o $@

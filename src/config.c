@@ -244,7 +244,7 @@ int egg_config_parse(egg_config *c, int argc, char **argv, egg_err *err) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { egg_config_usage(stdout); return -1; }
         if (!strcmp(argv[i], "--version")) {
-            printf("egg_mgpu %s\nbackends: %s\n", EGG_VERSION, egg_compiled_backends());
+            printf("egg_mgpu %s\nbackends: %s\nnvtx: %s\n", EGG_VERSION, egg_compiled_backends(), egg_range_names());
             return -1;
         }
     }

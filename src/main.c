@@ -311,7 +311,9 @@ static int validate(run *R, double *bpb, egg_err *err) {
         uint64_t s = nw > 1 ? (nv - 1 - (uint64_t)len) * (uint64_t)w / (uint64_t)(nw - 1) : 0;
         fill_tokens(&R->val, s, len + 1, tok + (size_t)(w - w0) * (len + 1));
     }
+    egg_range_push("validate");
     int rc = n > 0 ? R->be.eval_clean(&R->be, n, len, tok, sc, err) : 0;
+    egg_range_pop();
     int64_t sum = 0;
     for (int i = 0; i < n; i++) sum += sc[i];
     free(tok);
@@ -331,6 +333,7 @@ static void sample(run *R, int64_t step) {
     int8_t *lg = egg_xmalloc((size_t)V);
     double *p = egg_xmalloc(sizeof(double) * (size_t)V);
     uint8_t *seen = egg_xcalloc((size_t)V, 1);
+    egg_range_push("sample");
     uint64_t rng = egg_mix64(c->seed ^ (uint64_t)step * EGG_GOLDEN ^ 0x73616d706c65ull);
     int tok = 0, reset = 1;
     printf("egg: sample step=%lld: ", (long long)step);
@@ -371,12 +374,13 @@ static void sample(run *R, int64_t step) {
         if (R->be.sample_step(&R->be, next, 0, lg, &err)) goto out;
     }
 out:
+    egg_range_pop();
     putchar('\n');
     fflush(stdout);
     free(lg); free(p); free(seen);
 }
 
-static int write_checkpoint(run *R, uint64_t train_n, egg_err *err) {
+static int ckpt_gather_write(run *R, uint64_t train_n, egg_err *err) {
     const egg_config *c = &R->c;
     if (!*c->checkpoint_dir) return 0;
     size_t per = (size_t)R->m.L * R->m.H;
@@ -397,6 +401,12 @@ static int write_checkpoint(run *R, uint64_t train_n, egg_err *err) {
     }
     free(all); free(cnt); free(st);
     return egg_dist_agree(&R->d, rc, err);
+}
+static int write_checkpoint(run *R, uint64_t train_n, egg_err *err) {
+    egg_range_push("checkpoint");
+    const int rc = ckpt_gather_write(R, train_n, err);
+    egg_range_pop();
+    return rc;
 }
 
 static void progress(run *R, int64_t s0, double t0) {
@@ -666,6 +676,7 @@ int main(int argc, char **argv) {
         }
         const int64_t step = R.step;
         const uint32_t epoch = (uint32_t)(step / c->noise_reuse);
+        egg_range_push("step"); /* NVTX: the step and, inside it, eval, prefetch, exchange, update */
         double ts = egg_now();
         if (filling) { /* filled during the previous step's eval */
             pthread_join(filler, NULL);
@@ -682,11 +693,15 @@ int main(int argc, char **argv) {
             filling = pthread_create(&filler, NULL, fill_step, &next_job) == 0; /* else filled at the next step's start */
         }
         egg_step_ctx ctx = {c->seed, epoch, m0, m1, gs, g0, T, tokens, reset};
+        egg_range_push("eval");
         rc = nloc > 0 ? R.be.eval(&R.be, &ctx, scores, &err) : 0;
+        egg_range_pop();
         if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
         double te = egg_now();
         if (R.be.prefetch && nloc > 0 && step + 1 < c->steps) { /* the next step's noise (a GPU queues it behind this update) */
+            egg_range_push("prefetch");
             rc = R.be.prefetch(&R.be, c->seed, (uint32_t)((step + 1) / c->noise_reuse), &err);
+            egg_range_pop();
             if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
         }
         if (*c->dump_scores) {
@@ -696,6 +711,7 @@ int main(int argc, char **argv) {
         int64_t ssum = 0;
         for (int i = 0; i < nloc; i++) ssum += scores[i];
         for (int k = 0; k < R.p1 - R.p0; k++) dloc[k] = scores[2 * k] - scores[2 * k + 1];
+        egg_range_push("exchange");
         if (use_nccl) {
             rc = R.be.nccl_allgather(&R.be, c->fitness == EGG_FIT_NORM, R.p1 - R.p0, maxc, xall, &err);
             if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
@@ -712,11 +728,14 @@ int main(int argc, char **argv) {
             egg_fitness(dall, P, EGG_FIT_NORM, fit);
         }
         ssum = egg_dist_sum_i64(&R.d, ssum);
+        egg_range_pop();
         double tx = egg_now();
         int tau = egg_tau(c, step);
         egg_update_stats us = {0};
         if (upd_ar) memcpy(fitv + R.p0, fit + R.p0, (size_t)(R.p1 - R.p0)); /* the others' stay 0 */
+        egg_range_push("update");
         rc = R.be.update(&R.be, &R.m, c->seed, epoch, fitv, tau, upd_ar ? &vsum : NULL, &us, &err);
+        egg_range_pop();
         if (rc) { fprintf(stderr, "egg: error: rank %d: %s\n", R.d.rank, err.msg); egg_dist_abort(&R.d, 1); }
         if (c->test_diverge_step == step && R.d.rank == R.d.world - 1) R.m.params[0] ^= 1; /* tests only */
         if (step > s0 && (c->test_step_ms || c->test_sleep_step == step)) { /* tests only: a slow step */
@@ -726,6 +745,7 @@ int main(int argc, char **argv) {
         }
         R.step++;
         double tu = egg_now();
+        egg_range_pop(); /* step */
         double emax = egg_dist_max_dbl(&R.d, te - ts);
         /* --bench: the first step is a warm-up (allocation, first-touch, clocks) and is not timed */
         if (!(c->bench && step == s0 && c->steps - s0 > 1)) {
@@ -816,7 +836,9 @@ int main(int argc, char **argv) {
                100.0 * t_upd / t_steps, 2.0 * macs * tok / t_eval_max / 1e9);
         double fwd = tok / t_eval_max;
         double tops = 2.0 * macs * tps / 1e12, peak = 0;
+        egg_range_push("mma_peak");
         peak = gpu_mma_peak_tops(&R.be);
+        egg_range_pop();
         printf("egg: bench forward_tok_per_s=%.0f train_over_forward=%.1f%% int8_tops=%.3f", fwd, 100.0 * tps / fwd, tops);
         /* the peak is one GPU's; the job's rate is against all R.d.world of them */
         if (peak > 0) printf(" mma_peak_tops=%.1f pct_of_peak=%.1f%%", peak, 100.0 * tops / (peak * R.d.world));

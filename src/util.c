@@ -4,6 +4,17 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef EGG_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+void egg_range_push(const char *name) { nvtxRangePushA(name); }
+void egg_range_pop(void) { nvtxRangePop(); }
+const char *egg_range_names(void) { return "step (eval, prefetch, exchange, update), validate, sample, checkpoint, mma_peak"; }
+#else
+void egg_range_push(const char *name) { (void)name; }
+void egg_range_pop(void) {}
+const char *egg_range_names(void) { return "none (built without the CUDA toolkit's nvtx3 header)"; }
+#endif
+
 double egg_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

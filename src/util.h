@@ -34,6 +34,14 @@ static inline int egg_fail(egg_err *err, int code, const char *fmt, ...) {
 /* Wall clock in seconds (CLOCK_MONOTONIC). */
 double egg_now(void);
 
+/* A named range around a phase of the run ("step", "eval", "exchange", "update", "validate", ...) for
+ * NVIDIA's profilers: NVTX push / pop where the build found the CUDA toolkit's NVTX 3 header (nearly free
+ * without a tool attached), else nothing. Ranges nest; every push has its pop on the same thread. */
+void egg_range_push(const char *name);
+void egg_range_pop(void);
+/* The ranges' names where the build has NVTX, else why not (egg_mgpu --version prints it) */
+const char *egg_range_names(void);
+
 /* Allocation that never returns NULL: aborts the process with a clear line. */
 void *egg_xmalloc(size_t n);
 void *egg_xcalloc(size_t n, size_t sz);

@@ -133,6 +133,8 @@ fi
 rc=$?
 if [ $rc -ne 0 ]; then fail version "exit $rc"
 elif ! grep -qE '^backends: cpu( |$)' ver.out; then fail version "no 'backends: cpu...' line: $(tr '\n' '|' <ver.out)"
+elif grep -q '^backends:.* cuda' ver.out && [ -e "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include/nvtx3/nvToolsExt.h" ] &&
+     ! grep -q '^nvtx: step ' ver.out; then fail version "built with CUDA whose toolkit has nvtx3, but no NVTX ranges: $(grep '^nvtx' ver.out)"
 else pass version
 fi
 
