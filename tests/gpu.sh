@@ -390,6 +390,28 @@ for gb in $gpus; do
       done
     fi
   fi
+  # the NVTX ranges that tools/gpu_roofline.sh profiles by (Nsight Compute's --nvtx-include): a step's launches hold the
+  # update's and the noise's kernels, the closing validation's none of them. GPU_ONLY: where it matches "nvtx"
+  if [ "$gb" = cuda ] && { [ -z "${GPU_ONLY:-}" ] || [[ nvtx =~ $GPU_ONLY ]]; }; then
+    NCU=$(command -v ncu || { [ -x /usr/local/cuda/bin/ncu ] && echo /usr/local/cuda/bin/ncu; })
+    if [ -z "$NCU" ]; then sk cuda-nvtx-ranges "ncu (Nsight Compute) not found (on PATH or in /usr/local/cuda/bin)"
+    elif ! $BIN --version | grep -q '^nvtx: step '; then bad cuda-nvtx-ranges "the binary has no NVTX ranges: $($BIN --version | grep '^nvtx')"
+    else
+      na="--data $T/c.txt --hidden 64 --layers 2 --seq 8 --pop 256 --steps 1 --val-every 0 --val-windows 2 --val-len 8 --backend cuda"
+      for rg in step validate; do
+        # shellcheck disable=SC2086
+        timeout -k 10 "$gtl" "$NCU" --nvtx --nvtx-include "$rg/" --metrics gpu__time_duration.sum --csv --page raw $BIN $na >"$T/nvtx_$rg" 2>&1
+        python3 -c 'import csv,re,sys
+rows=[r for r in csv.reader(l for l in open(sys.argv[1], errors="replace") if l.startswith("\""))]
+k=rows[0].index("Kernel Name") if rows and "Kernel Name" in rows[0] else -1
+print(" ".join(re.sub(r"^void |[(<].*","",r[k]) for r in rows[2:]) if k >= 0 else "")' "$T/nvtx_$rg" >"$T/nvtx_$rg.k"
+      done
+      ks=$(cat "$T/nvtx_step.k"); kv=$(cat "$T/nvtx_validate.k")
+      if [[ " $ks " == *" noise_kernel "* && " $ks " == *" upd_mapply_kernel "* && -n "$kv" && " $kv " != *" noise_kernel "* && " $kv " != *" upd_"* ]]; then
+        ok cuda-nvtx-ranges
+      else bad cuda-nvtx-ranges "step: $(echo $ks | wc -w) launches ($(echo $ks | tr ' ' '\n' | sort -u | tr '\n' ' ')); validate: $(echo $kv | wc -w) ($(echo $kv | tr ' ' '\n' | sort -u | tr '\n' ' ')); $(grep -m1 -i error "$T/nvtx_step")"; fi
+    fi
+  fi
   for cfg in "${configs[@]}"; do
     name=${cfg%%|*}; args=${cfg#*|}; genv=
     case "$args" in *"|"*) genv=${args#*|}; args=${args%%|*};; esac

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # gpu_roofline.sh [RANK...] — DRAM bytes and time per kernel over one training step, by Nsight Compute's
-# counters (on the GPU machine; default ranks 1 and 4). Runs EGG-256x6 (seq 100) at one member part of 8192
-# members and scales by 4 for the issue's 32768 (tools/ncu_bytes.py); the closing validation is kept to one
-# short window. Logs and CSVs under $OUT. docs/BENCHMARKS.md ("the step's DRAM traffic") turns the totals into
-# a roofline. Env: EGG_ROOF_ARGS (model flags, default "--hidden 256 --layers 6 --seq 100 --pop 8192"),
-# EGG_ROOF_SCALE (4), EGG_ROOF_BW (3.0e12 bytes a second), EGG_BIN (./egg_mgpu), EGG_ROOF_DATA (a text file; default
-# a synthetic word corpus: speed does not depend on the text).
+# counters (on the GPU machine; default ranks 1 and 4). Runs EGG-256x6 (seq 100, the issue's 32768 members) for one
+# step and profiles only the kernels launched inside egg's NVTX range "step" (eval, exchange, update: not the start-up,
+# nor the closing validation). Logs and CSVs under $OUT. docs/BENCHMARKS.md ("the step's DRAM traffic") turns the
+# totals into a roofline. Env: EGG_ROOF_ARGS (model flags, default "--hidden 256 --layers 6 --seq 100 --pop 32768"),
+# EGG_ROOF_SCALE (1; e.g. 4 with --pop 8192 to stand for 4 member parts), EGG_ROOF_BW (3.0e12 bytes a second),
+# EGG_BIN (./egg_mgpu, built with NVTX: `make` finds it in the CUDA toolkit), EGG_ROOF_DATA (a text file; default a
+# synthetic word corpus: speed does not depend on the text).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-/tmp/egg_out}; mkdir -p "$OUT"
@@ -24,14 +25,14 @@ open(sys.argv[1], "w").write(" ".join(random.choice(w) for _ in range(400000)))
 PY
 fi
 # shellcheck disable=SC2206
-margs=(${EGG_ROOF_ARGS:---hidden 256 --layers 6 --seq 100 --pop 8192})
+margs=(${EGG_ROOF_ARGS:---hidden 256 --layers 6 --seq 100 --pop 32768})
 for r in $ranks; do
   csv=$OUT/ncu_rank$r.csv
-  echo "== rank $r: ${margs[*]}, bytes and time x ${EGG_ROOF_SCALE:-4}"
-  if ! "$NCU" --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum --csv --page raw \
+  echo "== rank $r: ${margs[*]}, one step (NVTX range step), bytes and time x ${EGG_ROOF_SCALE:-1}"
+  if ! "$NCU" --clock-control none --nvtx --nvtx-include "step/" --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum --csv --page raw \
       "$BIN" --data "$data" "${margs[@]}" --rank "$r" --steps 1 --val-every 0 --val-windows 1 --val-len 4 --backend cuda \
       >"$csv" 2>"$OUT/ncu_rank$r.err"; then
     echo "gpu_roofline.sh: error: ncu failed for rank $r: $(tail -2 "$OUT/ncu_rank$r.err" | tr '\n' ' ')" >&2; exit 1
   fi
-  python3 tools/ncu_bytes.py --scale "${EGG_ROOF_SCALE:-4}" --bw "${EGG_ROOF_BW:-3.0e12}" "$csv" | tee "$OUT/roof_rank$r.md"
+  python3 tools/ncu_bytes.py --scale "${EGG_ROOF_SCALE:-1}" --bw "${EGG_ROOF_BW:-3.0e12}" "$csv" | tee "$OUT/roof_rank$r.md"
 done

@@ -37,7 +37,7 @@ def number(text, what):
 def load(path):
     """[(kernel, bytes read, bytes written, seconds)] of every profiled launch."""
     try:
-        with open(path, newline="") as f:
+        with open(path, newline="", errors="replace") as f:  # the program's own output may hold any bytes
             lines = [ln for ln in f if ln.startswith('"')]
     except OSError as e:
         die("%s: %s" % (path, e.strerror))
