@@ -1344,7 +1344,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 }
                 if (any) {
                     CK(cudaMalloc(&c->wperm, m->nparams));
-                    if (c->fmlp && ml_rs(c->H)) CK(cudaMalloc(&c->wpu, m->nparams));
+                    if (c->fmlp && ml_rs(c->H, 1)) CK(cudaMalloc(&c->wpu, m->nparams));
                     if ((rc = wperm_fill(c, err))) { delete c; return rc; }
                 }
             }

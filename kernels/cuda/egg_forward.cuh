@@ -320,7 +320,7 @@ static bool mlp_fused_takes(const CudaImpl *c, const Ctx *x, int l, int r) {
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, wrap = x->n / 2;
     if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] ||
         (r > 1 && (r > (H == 256 ? 4 : 2) || !c->rgemm || !c->fmlpr)) ||
-        (ml_rs(H) && !wpu_of(c, iu)) ||
+        (ml_rs(H, r) && !wpu_of(c, iu)) ||
         egg_mm_shift((uint32_t)H) != 8)
         return false;
     return !(r && (wrap % (BM / 2) != 0 || c->pstride >= ((size_t)1 << 31) || c->pstride % 16 != 0 || c->noff[iu] % 16 != 0 ||
@@ -341,7 +341,7 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, const int3
     memset(&tmx, 0, sizeof tmx); memset(&tmwu, 0, sizeof tmwu); memset(&tmnu, 0, sizeof tmnu);
     memset(&tmwd, 0, sizeof tmwd); memset(&tmnd, 0, sizeof tmnd);
     bool ok = tmap_2d(c->tmap_encode, &tmx, x->XN, (size_t)H, (size_t)rows, (size_t)H, BM) &&
-              tmap_2d(c->tmap_encode, &tmwu, ml_rs(H) ? wpu_of(c, iu) : c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
+              tmap_2d(c->tmap_encode, &tmwu, ml_rs(H, r) ? wpu_of(c, iu) : c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
               tmap_2d(c->tmap_encode, &tmwd, c->wperm + c->m->t[idn].off, (size_t)(4 * H), (size_t)H, (size_t)(4 * H), BN);
     if (ok && r)
         ok = tmap_2d(c->tmap_encode, &tmnu, a.noise, c->pstride, (size_t)wrap, c->pstride, 64) &&

@@ -9,16 +9,17 @@
  * with U never leaving the SM: up and down as two GEMMs write U ([rows][4H], 4 bytes a row per byte of x) to DRAM
  * and read it back, 8 of the layer's ~21 bytes of DRAM traffic per row and hidden unit. A CTA takes whole 128-row
  * blocks; a consumer warpgroup's 64 rows run the 4H hidden units in chunks of 64:
- *   up:   m64n64k32 MMAs of the block's x (resident) against the chunk's rows of Wup's permuted copy, so a thread's
- *         accumulators are 16 adjacent hidden units of two rows; the epilogue (epi_quad_bytes) writes them as
- *         int8 into the warpgroup's U tile (two, by chunk parity) in the wgmma operand layout, and adds U . B_dn to
- *         the row's t_dn (dp4a); at H = 256 (RS) Wup's second copy (wpermu_row) makes them, four at a time, the
- *         words of down's A fragment instead, kept in registers (no U tile);
- *   down: m64nHk32 MMAs of that U tile (RS: those registers) against Wdown's chunk of columns, accumulating over the
+ *   up:   m64n64k32 MMAs of the block's x (resident) against the chunk's rows of a permuted copy of Wup. With RS
+ *         (H = 256, and 128 at rank <= 1) that copy is wpermu_row's, so that the epilogue (epi_quad_bytes) makes a
+ *         thread's accumulators, four at a time, the words of down's A fragment, kept in registers, and adds U . B_dn
+ *         to the row's t_dn (dp4a); with OVL (H = 128 at rank 2) it is wperm_row's, a thread's accumulators are 16
+ *         adjacent hidden units of two rows, and the epilogue writes them as int8 into the warpgroup's U tile (two,
+ *         by chunk parity) in the wgmma operand layout;
+ *   down: m64nHk32 MMAs of those registers (OVL: that U tile) against Wdown's chunk of columns, accumulating over the
  *         chunks.
- * At H = 128 the two warpgroups issue their up MMAs in turns, so one's epilogue runs under the other's MMAs, and a
- * chunk's epilogue also runs on a copy of its up accumulators, under the warpgroup's own next up and previous down
- * (OVL); at 256 each issues as it is ready. t_up = sign * (x . B_up) comes from dp4a over the resident x at the
+ * With OVL the two warpgroups issue their up MMAs in turns, so one's epilogue runs under the other's MMAs, and a
+ * chunk's epilogue also runs on a copy of its up accumulators, under the warpgroup's own next up and previous down;
+ * with RS each issues as it is ready. t_up = sign * (x . B_up) comes from dp4a over the resident x at the
  * block's start. Wup's and Wdown's chunks come through one ring of stages (a producer warpgroup, TMA); the pairs' B
  * rows of up with the block's x, the A rows of up and the B rows of down per chunk, the A rows of down per block.
  * After the last chunk the down accumulators go out through wg_frag_direct (residual added), as in mmd_kernel. Same
@@ -29,19 +30,20 @@
 __host__ __device__ constexpr int ml_stages(int H, int R = 1) { return H == 128 ? 7 : R >= 4 ? 4 : R == 3 ? 6 : R == 2 ? 7 : 8; }
 /* the chunks' noise buffers: up's A rows [AR][64 pairs][64], down's B rows [AR][64 pairs][64]; AR = max(R, 1) ranks */
 __host__ __device__ constexpr int ml_ma(int H, int R) { return H == 128 ? (R >= 4 ? 3 : 4) : R >= 3 ? 2 : R == 2 ? 3 : 4; }
-/* the epilogue under the MMAs (OVL) at H = 128 only: at 256 the accumulator copy next to down's 128 accumulators made
- * ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9); rolled, and with RS, it
- * ran no faster (docs/BENCHMARKS.md) */
-__host__ __device__ constexpr bool ml_ovl(int H) { return H == 128; }
-/* RS (H = 256): down's A operand, the chunk's U, straight from the up epilogue's registers (W_up's copy wpermu_row),
- * no U tile in shared memory, no proxy fence or warpgroup barrier between the epilogue and down's MMAs */
-__host__ __device__ constexpr bool ml_rs(int H) { return H == 256; }
+/* RS (H = 256; H = 128 at rank <= 1, since v142): down's A operand, the chunk's U, straight from the up epilogue's
+ * registers (W_up's copy wpermu_row), no U tile in shared memory, no proxy fence or warpgroup barrier between the
+ * epilogue and down's MMAs. At H = 128 it ran the MLP in 805 us a launch against OVL's 1069 (EGG-128x4 +10%) */
+__host__ __device__ constexpr bool ml_rs(int H, int R) { return H == 256 || (H == 128 && R <= 1); }
+/* OVL (H = 128 at rank 2): the epilogue under the MMAs on a copy of the accumulators. At 256 that copy next to down's
+ * 128 accumulators made ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9);
+ * rolled, and with RS, it ran no faster (docs/BENCHMARKS.md) */
+__host__ __device__ constexpr bool ml_ovl(int H, int R) { return H == 128 && R >= 2; }
 /* U tiles [2 warpgroups][64][BK]: two by chunk parity with OVL, none with RS */
-__host__ __device__ constexpr int ml_utiles(int H) { return ml_ovl(H) ? 2 : ml_rs(H) ? 0 : 1; }
+__host__ __device__ constexpr int ml_utiles(int H, int R) { return ml_ovl(H, R) ? 2 : 0; }
 __host__ __device__ constexpr int mlp_smem_bytes(int H, int R = 1) {
     /* stages, x, up's B rows (rank 1: at rank 2-4 x . B_up comes from T), down's A rows, U tiles, the noise buffers, ts
      * (an int4 a row at rank 2-4), barriers */
-    return ml_stages(H, R) * 64 * H + H * BM + (R >= 2 ? 0 : H * 64) + (H / 128) * rank_rows(R) * (BM / 2) * BN + ml_utiles(H) * 2 * 64 * BK +
+    return ml_stages(H, R) * 64 * H + H * BM + (R >= 2 ? 0 : H * 64) + (H / 128) * rank_rows(R) * (BM / 2) * BN + ml_utiles(H, R) * 2 * 64 * BK +
            ml_ma(H, R) * 2 * rank_rows(R) * 64 * BK + BM * 4 * (R >= 2 ? 4 : 1) + (2 * ml_stages(H, R) + 6 + ml_ma(H, R)) * 8;
 }
 #ifdef MMP_WGMMA
@@ -50,7 +52,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                                             const int8_t *Ad, int *ts, uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty,
                                             uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, uint64_t *turn, int nrb, int tid) {
     constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
-    constexpr bool OVL = ml_ovl(H), RS = ml_rs(H);
+    constexpr bool OVL = ml_ovl(H, R), RS = ml_rs(H, R);
     constexpr int ML_S = ml_stages(H, R), ML_MA = ml_ma(H, R), AR = rank_rows(R);
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
     int dd[H / 2], du[32], e[OVL ? 32 : 1];
@@ -66,10 +68,10 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
     /* stage job jb's buffer filled, probed without waiting (RS: before an epilogue, whose MMAs then skip their wait) */
     auto stage_full = [&](unsigned jb) { return mbar_test(full + jb % ML_S, (jb / ML_S) & 1); };
     auto issue_up = [&](unsigned ju, bool ready = false) { /* up's MMAs of the chunk at stage job ju (ready: its stage probed full) */
-        /* H = 128: warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0
-         * issued g's: the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in
-         * step, both epilogues ran at once with the tensor cores idle). At H = 256 (RS) the two issue as they are ready:
-         * the turns measured 5% slower there (MLP 854.7 against 901.3 us a launch), and no different at 128 */
+        /* OVL: warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0 issued
+         * g's: the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in step,
+         * both epilogues ran at once with the tensor cores idle). With RS the two issue as they are ready: at H = 256
+         * the turns measured 5% slower (MLP 854.7 against 901.3 us a launch), and at 128 (then OVL) no different */
         if constexpr (!RS)
             if (w == 1 || g > 0) mbar_wait(turn + w, (w == 0 ? g - 1 : g) & 1);
         if (!ready) mbar_wait(full + ju % ML_S, (ju / ML_S) & 1);
@@ -140,10 +142,9 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
          * rows of up and B rows of down from the chunk's noise buffer */
         auto epilogue = [&](int c, const int (&v)[32]) {
             const int8_t *nb = An + (ac % ML_MA) * 2 * AR * 64 * BK;
-            /* the four U bytes of accumulator groups 2 q4, 2 q4 + 1 of row hr (Aw: their A bytes; OVL with EP 2: v is
-             * the copy as 256 v, EP 3) */
+            /* the four U bytes of accumulator groups 2 q4, 2 q4 + 1 of row hr (rank <= 1, RS; Aw: their A bytes) */
             auto quad = [&](int hr, int q4, unsigned Aw) {
-                return epi_quad_bytes<R, OVL && EP == 2 ? 3 : EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr], v[8 * q4 + 4 + 2 * hr + 1],
+                return epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr], v[8 * q4 + 4 + 2 * hr + 1],
                                              R > 0 ? Aw : 0u, tu[hr], 8, a.pshift);
             };
             if constexpr (RS && R >= 2) { /* as below with R ranks: nb holds up's A rows of each rank, then down's B rows */
@@ -175,7 +176,9 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                         ua[4 * hr + q4] = y;
                         if (R > 0) tn[hr] = __dp4a((int)y, *(const int *)(nb + 64 * BK + o), tn[hr]);
                     }
-            } else if constexpr (R >= 2) { /* as below with R ranks (EP 2: tur holds t_split(t)) */
+            } else { /* OVL (rank 2, W_up's copy wperm_row): a thread's accumulators of row hr are units 16 tig .. + 15 of the
+                      * chunk, into the U tile (EP 2: tur holds t_split(t)) */
+                static_assert(R >= 2, "OVL runs rank 2 only");
                 int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * BK;
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) {
@@ -200,17 +203,6 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
 #pragma unroll
                     for (int jr = 0; jr < AR; jr++) tnr[hr][jr] += dot16(y, *(const int4 *)(nb + (AR + jr) * 64 * BK + wg_off(r[hr] >> 1, tig)));
                 }
-            } else { /* W_up's copy wperm_row: a thread's accumulators of row hr are units 16 tig .. + 15 of the chunk */
-                int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * BK;
-#pragma unroll
-                for (int hr = 0; hr < 2; hr++) {
-                    const int4 Av = R > 0 ? *(const int4 *)(nb + wg_off(r[hr] >> 1, tig)) : make_int4(0, 0, 0, 0);
-                    int4 y;
-#pragma unroll
-                    for (int q4 = 0; q4 < 4; q4++) (&y.x)[q4] = (int)quad(hr, q4, (unsigned)(&Av.x)[q4]); /* units 16 tig + 4 q4 .. + 3 */
-                    *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
-                    if (R > 0) tn[hr] += dot16(y, *(const int4 *)(nb + 64 * BK + wg_off(r[hr] >> 1, tig)));
-                }
             }
             if (R > 0) { /* the chunk's noise rows are read (generic loads: mbar_release_read) */
                 mbar_release_read(aempty + ac % ML_MA);
@@ -230,10 +222,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 if (c >= 2) release(j + 2 * c - 3);
                 if (c == NC - 1) release_x();
 #pragma unroll
-                for (int i = 0; i < 32; i++) {
-                    if (EP == 2 && R <= 1) asm volatile("shl.b32 %0, %1, 8;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
-                    else asm volatile("mov.b32 %0, %1;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
-                }
+                for (int i = 0; i < 32; i++) asm volatile("mov.b32 %0, %1;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
                 if (c >= 1) issue_down(c - 1);
                 if (c + 1 < NC) issue_up(j + 2 * c + 2);
                 else if (c >= 1) wg_commit();
@@ -241,8 +230,8 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             }
             issue_down(NC - 1);
             wg_commit();
-        } else if constexpr (RS) { /* as below, with chunk c + 1's up issued after chunk c's down (chunk 0's before); chunks 0
-                                    * and NC - 1 peeled, so that no MMA sits behind a branch */
+        } else { /* RS: chunk c's epilogue, then its down, then chunk c + 1's up (chunk 0's before); chunks 0 and NC - 1
+                  * peeled, so that no MMA sits behind a branch */
             /* chunk c's epilogue, its down (first: chunk 0's) and, where next, chunk c + 1's up. The stages of that down and
              * up are probed before the epilogue, so that a wait on a stage already full (the producer runs chunks ahead)
              * costs no latency between the epilogue and the MMAs; first and next are constants at each call */
@@ -267,17 +256,6 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             release(j + 2 * NC - 3);
             release_x();
             chunk(NC - 1, false, false);
-        } else { /* the epilogue after the chunk's up, the chunk's down after it */
-            for (int c = 0; c < NC; c++) {
-                issue_up(j + 2 * c);
-                wg_wait<0>(); /* this chunk's up and the previous chunk's down are done */
-                release(j + 2 * c);
-                if (c > 0) release(j + 2 * c - 1);
-                if (c == NC - 1) release_x();
-                epilogue(c, du);
-                issue_down(c);
-                wg_commit();
-            }
         }
         int4 ot[H / 128][4]; /* the residual in wg_frag_direct's store order (RS: loaded under the next block's first up) */
         if constexpr (!RS)
@@ -341,7 +319,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             }
 #pragma unroll
             for (int h = 0; h < H / 128; h++) frag_direct_store<MODE_RESID, true>(a, st[h], m0, h * BN, warp, gid, tig, ot[h], a.Y);
-        } else if constexpr (R >= 2) { /* down: p in 32 bits at K = 4 H = 512 */
+        } else { /* OVL (rank 2), down: p in 32 bits at K = 4 H = 512 */
             int4 tdr[2];
 #pragma unroll
             for (int hr = 0; hr < 2; hr++) tdr[hr] = ((const int4 *)ts)[r[hr]];
@@ -352,11 +330,6 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                                                             gid, tig, adempty, st);
                 frag_direct_store<MODE_RESID, true>(a, st, m0, h * BN, warp, gid, tig, ot[h], a.Y);
             }
-        } else {
-#pragma unroll
-            for (int h = 0; h < H / 128; h++)
-                wg_frag_direct<MODE_RESID, R, 0, true>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * (BM / 2) * BN, ts, m0,
-                                                 h * BN, warp, gid, tig, ot[h], adempty, a.Y);
         }
     }
     wg_wait<0>();
@@ -377,7 +350,7 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
     int8_t *Bu = Xr + KT * BM * BK;                 /* [KT][64][BK]: its pairs' B rows of up (rank 1) */
     int8_t *Ad = Bu + (R >= 2 ? 0 : KT * 64 * BK);  /* [H/128][AR][BM/2][BN]: their A rows of down */
     int8_t *Us = Ad + (H / 128) * AR * (BM / 2) * BN; /* [ml_utiles][2][64][BK]: each warpgroup's U chunk */
-    int8_t *An = Us + ml_utiles(H) * 2 * 64 * BK;   /* [ML_MA][2][AR][64][BK]: a chunk's A rows of up, B rows of down */
+    int8_t *An = Us + ml_utiles(H, R) * 2 * 64 * BK;   /* [ML_MA][2][AR][64][BK]: a chunk's A rows of up, B rows of down */
     int *ts = (int *)(An + ML_MA * 2 * AR * 64 * BK); /* [BM]: sign * (U . B_dn) (rank 2-4: [BM][4]) */
     uint64_t *full = (uint64_t *)(ts + BM * (R >= 2 ? 4 : 1)), *empty = full + ML_S, *xfull = empty + ML_S, *xempty = xfull + 1, *adfull = xempty + 1,
              *adempty = adfull + 1, *aempty = adempty + 1, *turn = aempty + ML_MA;
