@@ -138,7 +138,7 @@ struct CudaImpl {
     int8_t *wperm;            /* sm_90a with TMA: the matrices with 128-row blocks, rows permuted (wperm_row) for the mmw
                                  kernel's direct epilogue, same offsets as params (NULL: none; EGG_CUDA_WPERM=0) */
     std::vector<char> wp_ok;  /* per tensor: its permuted copy is kept in wperm */
-    int8_t *wpu;              /* H = 256 with the fused MLP (ml_rs): each layer's W_up permuted by wpermu_row, same offsets as
+    int8_t *wpu;              /* H = 256 and 128 with the fused MLP (ml_rs): each layer's W_up permuted by wpermu_row, same offsets as
                                  params (NULL: none) */
     int8_t *noise;            /* [local pairs][pstride] */
     std::vector<size_t> noff; /* per tensor */
