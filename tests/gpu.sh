@@ -348,8 +348,8 @@ for gb in $gpus; do
   # hidden 640, 16 hazards in rclus_kernel<640, 4> before e1f2a1c), synccheck (barriers), memcheck (out-of-bounds and
   # misaligned accesses) and initcheck (reads of device memory never written: padding, a partial tile's rows, 130
   # members at hidden 64). Each must report 0 hazards / 0 errors and end with the CPU's checksum. Configs: hidden 256
-  # at rank 1 and 4 (the fused MLP, mmx_kernel's A-row ring, rreg_kernel, lnxb_kernel), 128 at rank 2 and 1 (the fused MLP's two
-  # kinds at 128: OVL and RS), the cluster
+  # at rank 1 and 4 (the fused MLP, mmx_kernel's A-row ring, rreg_kernel, lnxb_kernel), 128 at rank 2 and 1 (the fused MLP at
+  # 128: its rank 2-4 and rank <= 1 epilogues), the cluster
   # recurrence at 640 (rank 4, and rank 1 by EGG_CUDA_RCLUS640=2), 512 rank 4 and 384 rank 2, hidden 640 rank 1 (the
   # per-timestep GEMMs, mmp_kernel), 1024 rank 2 (the split recurrence). GPU_ONLY: only the runs whose
   # "sanitizer-TOOL-NAME" it matches (GPU_ONLY=sanitizer: all of them)

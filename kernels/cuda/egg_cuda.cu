@@ -138,7 +138,7 @@ struct CudaImpl {
     int8_t *wperm;            /* sm_90a with TMA: the matrices with 128-row blocks, rows permuted (wperm_row) for the mmw
                                  kernel's direct epilogue, same offsets as params (NULL: none; EGG_CUDA_WPERM=0) */
     std::vector<char> wp_ok;  /* per tensor: its permuted copy is kept in wperm */
-    int8_t *wpu;              /* H = 256 and 128 with the fused MLP (ml_rs): each layer's W_up permuted by wpermu_row, same offsets as
+    int8_t *wpu;              /* H = 256 and 128 with the fused MLP: each layer's W_up permuted by wpermu_row, same offsets as
                                  params (NULL: none) */
     int8_t *noise;            /* [local pairs][pstride] */
     std::vector<size_t> noff; /* per tensor */
@@ -1344,7 +1344,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 }
                 if (any) {
                     CK(cudaMalloc(&c->wperm, m->nparams));
-                    if (c->fmlp && ml_rs(c->H, 1)) CK(cudaMalloc(&c->wpu, m->nparams));
+                    if (c->fmlp && (c->H == 128 || c->H == 256)) CK(cudaMalloc(&c->wpu, m->nparams));
                     if ((rc = wperm_fill(c, err))) { delete c; return rc; }
                 }
             }

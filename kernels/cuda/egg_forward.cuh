@@ -300,7 +300,7 @@ static int launch_mm(CudaImpl *c, int mode, MMArgs a, egg_err *err) {
 }
 
 static const int8_t *tp(const CudaImpl *c, int id) { return c->params + c->m->t[id].off; }
-/* tensor id's wpermu_row copy (a layer's W_up where the fused MLP runs with ml_rs), or NULL */
+/* tensor id's wpermu_row copy (a layer's W_up where the fused MLP runs), or NULL */
 static int8_t *wpu_of(const CudaImpl *c, int id) {
     return c->wpu && c->wp_ok[id] && id >= EGG_T_LAYER(0, 0) && (id - EGG_T_LAYER(0, 0)) % EGG_L_N == EGG_L_UP ? c->wpu + c->m->t[id].off : NULL;
 }
@@ -312,15 +312,16 @@ static void set_tord(const CudaImpl *c, MMArgs *a) {
     a->tord = c->tord && a->r > 1 && a->wrap > 0 && (2 * a->wrap) % BM == 0 && a->M % (2 * a->wrap) == 0 ? a->M / (2 * a->wrap) : 0;
 }
 /* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
- * TMA, H = 128 or 256, both matrices' permuted copies, rank <= 4 at H = 256 and <= 2 at 128 (at 2-4 x . B_up in TF,
- * from EGG-LN2's lnxb_kernel or else xb_kernel) with a row block's pairs consecutive in the noise blob): *done = 1; else
- * *done = 0 and the caller runs the two GEMMs. At H = 128 rank 4 ran 29% slower fused than as two GEMMs (its epilogues
- * far longer than the other warpgroup's MMAs they run under) */
+ * TMA, H = 128 or 256, both matrices' permuted copies and W_up's wpermu_row copy, rank <= 4 at H = 256 and <= 2 at 128
+ * (at 2-4 x . B_up in TF, from EGG-LN2's lnxb_kernel or else xb_kernel) with a row block's pairs consecutive in the
+ * noise blob): *done = 1; else *done = 0 and the caller runs the two GEMMs. At H = 128 rank 4 ran 29% slower fused than
+ * as two GEMMs (its epilogues far longer than the other warpgroup's MMAs they ran under; measured with the U tiles and
+ * turns that v143 removed, not since) */
 static bool mlp_fused_takes(const CudaImpl *c, const Ctx *x, int l, int r) {
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, wrap = x->n / 2;
     if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] ||
         (r > 1 && (r > (H == 256 ? 4 : 2) || !c->rgemm || !c->fmlpr)) ||
-        (ml_rs(H, r) && !wpu_of(c, iu)) ||
+        !wpu_of(c, iu) ||
         egg_mm_shift((uint32_t)H) != 8)
         return false;
     return !(r && (wrap % (BM / 2) != 0 || c->pstride >= ((size_t)1 << 31) || c->pstride % 16 != 0 || c->noff[iu] % 16 != 0 ||
@@ -341,7 +342,7 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, const int3
     memset(&tmx, 0, sizeof tmx); memset(&tmwu, 0, sizeof tmwu); memset(&tmnu, 0, sizeof tmnu);
     memset(&tmwd, 0, sizeof tmwd); memset(&tmnd, 0, sizeof tmnd);
     bool ok = tmap_2d(c->tmap_encode, &tmx, x->XN, (size_t)H, (size_t)rows, (size_t)H, BM) &&
-              tmap_2d(c->tmap_encode, &tmwu, ml_rs(H, r) ? wpu_of(c, iu) : c->wperm + c->m->t[iu].off, (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
+              tmap_2d(c->tmap_encode, &tmwu, wpu_of(c, iu), (size_t)H, (size_t)(4 * H), (size_t)H, 64) &&
               tmap_2d(c->tmap_encode, &tmwd, c->wperm + c->m->t[idn].off, (size_t)(4 * H), (size_t)H, (size_t)(4 * H), BN);
     if (ok && r)
         ok = tmap_2d(c->tmap_encode, &tmnu, a.noise, c->pstride, (size_t)wrap, c->pstride, 64) &&

@@ -9,79 +9,56 @@
  * with U never leaving the SM: up and down as two GEMMs write U ([rows][4H], 4 bytes a row per byte of x) to DRAM
  * and read it back, 8 of the layer's ~21 bytes of DRAM traffic per row and hidden unit. A CTA takes whole 128-row
  * blocks; a consumer warpgroup's 64 rows run the 4H hidden units in chunks of 64:
- *   up:   m64n64k32 MMAs of the block's x (resident) against the chunk's rows of a permuted copy of Wup. With RS
- *         (H = 256, and 128 at rank <= 1) that copy is wpermu_row's, so that the epilogue (epi_quad_bytes) makes a
- *         thread's accumulators, four at a time, the words of down's A fragment, kept in registers, and adds U . B_dn
- *         to the row's t_dn (dp4a); with OVL (H = 128 at rank 2) it is wperm_row's, a thread's accumulators are 16
- *         adjacent hidden units of two rows, and the epilogue writes them as int8 into the warpgroup's U tile (two,
- *         by chunk parity) in the wgmma operand layout;
- *   down: m64nHk32 MMAs of those registers (OVL: that U tile) against Wdown's chunk of columns, accumulating over the
- *         chunks.
- * With OVL the two warpgroups issue their up MMAs in turns, so one's epilogue runs under the other's MMAs, and a
- * chunk's epilogue also runs on a copy of its up accumulators, under the warpgroup's own next up and previous down;
- * with RS each issues as it is ready. t_up = sign * (x . B_up) comes from dp4a over the resident x at the
- * block's start. Wup's and Wdown's chunks come through one ring of stages (a producer warpgroup, TMA); the pairs' B
+ *   up:   m64n64k32 MMAs of the block's x (resident) against the chunk's rows of W_up's copy permuted by wpermu_row,
+ *         so that the epilogue (epi_quad_bytes) makes a thread's accumulators, four at a time, the words of down's A
+ *         fragment, kept in registers (no U tile in shared memory, no proxy fence or warpgroup barrier between the
+ *         epilogue and down's MMAs), and adds U . B_dn to the row's t_dn (dp4a);
+ *   down: m64nHk32 MMAs with A from those registers against Wdown's chunk of columns, accumulating over the chunks.
+ * The two warpgroups issue their MMAs as they are ready. Until v143, hidden 128 at rank 2 (and until v142 at every
+ * rank) wrote U into a shared-memory tile in the operand layout instead, the warpgroups taking turns and the epilogue
+ * running on a copy of the accumulators under the next MMAs (OVL): the register path ran the MLP 25% faster there,
+ * EGG-128x4 +9.9% at rank 1 and +9.0% at rank 2 (docs/BENCHMARKS.md). t_up = sign * (x . B_up) comes from dp4a over
+ * the resident x at the block's start. Wup's and Wdown's chunks come through one ring of stages (a producer warpgroup, TMA); the pairs' B
  * rows of up with the block's x, the A rows of up and the B rows of down per chunk, the A rows of down per block.
  * After the last chunk the down accumulators go out through wg_frag_direct (residual added), as in mmd_kernel. Same
  * integer operations as up in mmx_kernel and down in mmd_kernel. */
-/* W stages of 64 H bytes: a chunk's up ([H/64][64][64]: its 64 rows of Wup) is job j, its down ([H][64]) j + 1; 8 at H = 256
- * where down's A comes from registers (ml_rs: no U tiles in shared memory); at H = 256 and rank R >= 2 7, 6, 4, as the
- * noise rows of R ranks take the rest */
+/* W stages of 64 H bytes: a chunk's up ([H/64][64][64]: its 64 rows of Wup) is job j, its down ([H][64]) j + 1; 8 at H = 256,
+ * 7, 6, 4 there at rank R >= 2, as the noise rows of R ranks take the rest; 7 at H = 128 (10 and 14 ran no faster) */
 __host__ __device__ constexpr int ml_stages(int H, int R = 1) { return H == 128 ? 7 : R >= 4 ? 4 : R == 3 ? 6 : R == 2 ? 7 : 8; }
 /* the chunks' noise buffers: up's A rows [AR][64 pairs][64], down's B rows [AR][64 pairs][64]; AR = max(R, 1) ranks */
 __host__ __device__ constexpr int ml_ma(int H, int R) { return H == 128 ? (R >= 4 ? 3 : 4) : R >= 3 ? 2 : R == 2 ? 3 : 4; }
-/* RS (H = 256; H = 128 at rank <= 1, since v142): down's A operand, the chunk's U, straight from the up epilogue's
- * registers (W_up's copy wpermu_row), no U tile in shared memory, no proxy fence or warpgroup barrier between the
- * epilogue and down's MMAs. At H = 128 it ran the MLP in 805 us a launch against OVL's 1069 (EGG-128x4 +10%) */
-__host__ __device__ constexpr bool ml_rs(int H, int R) { return H == 256 || (H == 128 && R <= 1); }
-/* OVL (H = 128 at rank 2): the epilogue under the MMAs on a copy of the accumulators. At 256 that copy next to down's
- * 128 accumulators made ptxas spill and interleave the epilogue into the MMA issue (9.3 ms a layer against 3.9);
- * rolled, and with RS, it ran no faster (docs/BENCHMARKS.md) */
-__host__ __device__ constexpr bool ml_ovl(int H, int R) { return H == 128 && R >= 2; }
-/* U tiles [2 warpgroups][64][BK]: two by chunk parity with OVL, none with RS */
-__host__ __device__ constexpr int ml_utiles(int H, int R) { return ml_ovl(H, R) ? 2 : 0; }
 __host__ __device__ constexpr int mlp_smem_bytes(int H, int R = 1) {
-    /* stages, x, up's B rows (rank 1: at rank 2-4 x . B_up comes from T), down's A rows, U tiles, the noise buffers, ts
-     * (an int4 a row at rank 2-4), barriers */
-    return ml_stages(H, R) * 64 * H + H * BM + (R >= 2 ? 0 : H * 64) + (H / 128) * rank_rows(R) * (BM / 2) * BN + ml_utiles(H, R) * 2 * 64 * BK +
-           ml_ma(H, R) * 2 * rank_rows(R) * 64 * BK + BM * 4 * (R >= 2 ? 4 : 1) + (2 * ml_stages(H, R) + 6 + ml_ma(H, R)) * 8;
+    /* stages, x, up's B rows (rank 1: at rank 2-4 x . B_up comes from T), down's A rows, the noise buffers, ts (an int4 a
+     * row at rank 2-4), barriers */
+    return ml_stages(H, R) * 64 * H + H * BM + (R >= 2 ? 0 : H * 64) + (H / 128) * rank_rows(R) * (BM / 2) * BN +
+           ml_ma(H, R) * 2 * rank_rows(R) * 64 * BK + BM * 4 * (R >= 2 ? 4 : 1) + (2 * ml_stages(H, R) + 4 + ml_ma(H, R)) * 8;
 }
 #ifdef MMP_WGMMA
 template <int H, int R, int EP, int w>
-__device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, const int8_t *Xr, const int8_t *Bu, int8_t *Us, const int8_t *An,
-                                            const int8_t *Ad, int *ts, uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty,
-                                            uint64_t *aempty, uint64_t *adfull, uint64_t *adempty, uint64_t *turn, int nrb, int tid) {
+__device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, const int8_t *Xr, const int8_t *Bu, const int8_t *An, const int8_t *Ad,
+                                            int *ts, uint64_t *full, uint64_t *empty, uint64_t *xfull, uint64_t *xempty, uint64_t *aempty,
+                                            uint64_t *adfull, uint64_t *adempty, int nrb, int tid) {
     constexpr int KT = H / 64, NC = 4 * H / 64, SB = 64 * H;
-    constexpr bool OVL = ml_ovl(H, R), RS = ml_rs(H, R);
     constexpr int ML_S = ml_stages(H, R), ML_MA = ml_ma(H, R), AR = rank_rows(R);
     const int warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
-    int dd[H / 2], du[32], e[OVL ? 32 : 1];
-    unsigned ua[RS ? 8 : 1]; /* RS: the chunk's U, word 4 hr + q of row hr: units 16 q + 4 tig .. + 3 */
-    const uint64_t dx0 = wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), dw0 = wg_desc((unsigned)__cvta_generic_to_shared(Ws)),
-                   du0 = wg_desc((unsigned)__cvta_generic_to_shared(Us) + w * 64 * BK);
+    int dd[H / 2], du[32];
+    unsigned ua[8]; /* the chunk's U, word 4 hr + q of row hr: units 16 q + 4 tig .. + 3 */
+    const uint64_t dx0 = wg_desc((unsigned)__cvta_generic_to_shared(Xr) + w * 64 * BK), dw0 = wg_desc((unsigned)__cvta_generic_to_shared(Ws));
     int r[2];
 #pragma unroll
     for (int hr = 0; hr < 2; hr++) r[hr] = warp * 16 + gid + hr * 8; /* the thread's rows in the block (warp 4 w + w % 4) */
     unsigned j = 0;  /* the block's first stage job: chunk c's up is job j + 2 c, its down j + 2 c + 1 */
     unsigned ac = 0; /* the chunk's noise buffer, counted over the blocks */
-    unsigned g = 0;  /* chunks whose up this warpgroup issued, over the blocks */
-    /* stage job jb's buffer filled, probed without waiting (RS: before an epilogue, whose MMAs then skip their wait) */
+    /* stage job jb's buffer filled, probed without waiting (before an epilogue, whose MMAs then skip their wait) */
     auto stage_full = [&](unsigned jb) { return mbar_test(full + jb % ML_S, (jb / ML_S) & 1); };
     auto issue_up = [&](unsigned ju, bool ready = false) { /* up's MMAs of the chunk at stage job ju (ready: its stage probed full) */
-        /* OVL: warpgroup 0 issues chunk g's after warpgroup 1 issued chunk g - 1's, warpgroup 1 after warpgroup 0 issued
-         * g's: the tensor cores run them alternately, so one warpgroup's epilogue runs under the other's MMAs (in step,
-         * both epilogues ran at once with the tensor cores idle). With RS the two issue as they are ready: at H = 256
-         * the turns measured 5% slower (MLP 854.7 against 901.3 us a launch), and at 128 (then OVL) no different */
-        if constexpr (!RS)
-            if (w == 1 || g > 0) mbar_wait(turn + w, (w == 0 ? g - 1 : g) & 1);
+        /* no turns between the warpgroups: at H = 256 turns measured 5% slower (MLP 854.7 against 901.3 us a launch) */
         if (!ready) mbar_wait(full + ju % ML_S, (ju / ML_S) & 1);
         const unsigned so = (ju % ML_S) * (SB >> 4);
         wg_fence();
 #pragma unroll
         for (int kt = 0; kt < KT; kt++) wg_mma_k64(du, dx0 + kt * (BM * BK >> 4), dw0 + so + kt * (64 * BK >> 4), kt > 0);
         wg_commit();
-        if constexpr (!RS) mbar_arrive(turn + (1 - w));
-        g++;
     };
     auto release = [&](unsigned jr) { mbar_arrive(empty + jr % ML_S); }; /* stage job jr is read */
     /* the block's x (and at rank 1 up's B) rows are read: at rank 1 by t_up's generic loads too (mbar_release_read's proxy
@@ -90,10 +67,9 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
         if constexpr (R == 1) mbar_release_read(xempty);
         else mbar_arrive(xempty);
     };
-    if constexpr (RS) { /* the first block's first up; a later block's is issued by the block before, in its last epilogue */
-        mbar_wait(xfull, 0);
-        issue_up(0);
-    }
+    /* the first block's first up; a later block's is issued by the block before, in its last epilogue */
+    mbar_wait(xfull, 0);
+    issue_up(0);
     for (int q = 0; q < nrb; q++, j += 2 * NC) {
         const int m0 = blk_m0(a, (int)blockIdx.x + q * (int)gridDim.x);
         int tu[2] = {0, 0}, tn[2] = {0, 0};
@@ -105,8 +81,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) tur[hr] = t_split(tur[hr]);
         }
-        if constexpr (!RS) mbar_wait(xfull, (unsigned)q & 1); /* RS: waited before the block's first up */
-        if (RS && (tid & 127) == 0) { /* the warpgroup's rows of the residual into L2, loaded in the last epilogue under the next
+        if ((tid & 127) == 0) { /* the warpgroup's rows of the residual into L2, loaded in the last epilogue under the next
                                        * block's first up (loaded under this block's last down, their registers spilled) */
             const int rows = min(64, a.M - (m0 + 64 * w));
             if (rows > 0) l2_prefetch_bulk(a.other + (size_t)(m0 + 64 * w) * a.ldy, (unsigned)(rows * a.ldy));
@@ -123,31 +98,28 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 tu[hr] = (r[hr] & 1) ? -t : t;
             }
         }
-        /* down's MMAs of chunk cd (its U tile complete: the barrier after its epilogue; RS: in ua); first (RS, a constant at
-         * each call): chunk 0's, whose MMA sets dd rather than adding to it */
+        /* down's MMAs of chunk cd (its U in ua); first (a constant at each call): chunk 0's, whose MMA sets dd rather than
+         * adding to it */
         auto issue_down = [&](int cd, bool first = false, bool ready = false) {
             const unsigned jd = j + 2 * cd + 1;
             if (!ready) mbar_wait(full + jd % ML_S, (jd / ML_S) & 1);
             wg_fence();
-            if constexpr (RS) { /* k32 step s: units 32 s .. + 31, words 2 s, 2 s + 1 of each row (wg_mma_s8r's fragment) */
-                const uint64_t db = dw0 + (jd % ML_S) * (SB >> 4);
-                if (first) wg_mma_s8r_set(dd, ua[0], ua[4], ua[1], ua[5], db);
-                else wg_mma_s8r(dd, ua[0], ua[4], ua[1], ua[5], db);
-                wg_mma_s8r(dd, ua[2], ua[6], ua[3], ua[7], db + 2);
-            } else {
-                wg_mma_k64(dd, du0 + (OVL ? (cd & 1) * (2 * 64 * BK >> 4) : 0), dw0 + (jd % ML_S) * (SB >> 4), cd > 0);
-            }
+            /* k32 step s: units 32 s .. + 31, words 2 s, 2 s + 1 of each row (wg_mma_s8r's fragment) */
+            const uint64_t db = dw0 + (jd % ML_S) * (SB >> 4);
+            if (first) wg_mma_s8r_set(dd, ua[0], ua[4], ua[1], ua[5], db);
+            else wg_mma_s8r(dd, ua[0], ua[4], ua[1], ua[5], db);
+            wg_mma_s8r(dd, ua[2], ua[6], ua[3], ua[7], db + 2);
         };
-        /* chunk c's epilogue from its up accumulators v into its U tile (RS: into ua), t_dn += U . B_dn; the rows' pairs' A
-         * rows of up and B rows of down from the chunk's noise buffer */
-        auto epilogue = [&](int c, const int (&v)[32]) {
+        /* chunk c's epilogue from its up accumulators v into ua, t_dn += U . B_dn; the rows' pairs' A rows of up and B rows
+         * of down from the chunk's noise buffer */
+        auto epilogue = [&](const int (&v)[32]) {
             const int8_t *nb = An + (ac % ML_MA) * 2 * AR * 64 * BK;
-            /* the four U bytes of accumulator groups 2 q4, 2 q4 + 1 of row hr (rank <= 1, RS; Aw: their A bytes) */
+            /* the four U bytes of accumulator groups 2 q4, 2 q4 + 1 of row hr (rank <= 1; Aw: their A bytes) */
             auto quad = [&](int hr, int q4, unsigned Aw) {
                 return epi_quad_bytes<R, EP>(v[8 * q4 + 2 * hr], v[8 * q4 + 2 * hr + 1], v[8 * q4 + 4 + 2 * hr], v[8 * q4 + 4 + 2 * hr + 1],
                                              R > 0 ? Aw : 0u, tu[hr], 8, a.pshift);
             };
-            if constexpr (RS && R >= 2) { /* as below with R ranks: nb holds up's A rows of each rank, then down's B rows */
+            if constexpr (R >= 2) { /* as below with R ranks: nb holds up's A rows of each rank, then down's B rows */
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) {
                     int t[AR]; /* EP 2: tur holds t_split(t) */
@@ -166,7 +138,7 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                         for (int jr = 0; jr < AR; jr++) tnr[hr][jr] = __dp4a((int)y, *(const int *)(nb + (AR + jr) * 64 * BK + o), tnr[hr][jr]);
                     }
                 }
-            } else if constexpr (RS) { /* W_up's copy wpermu_row: accumulator groups 2 q, 2 q + 1 of row hr are units 16 q + 4 tig .. + 3 */
+            } else { /* W_up's copy wpermu_row: accumulator groups 2 q, 2 q + 1 of row hr are units 16 q + 4 tig .. + 3 */
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++)
 #pragma unroll
@@ -176,68 +148,20 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                         ua[4 * hr + q4] = y;
                         if (R > 0) tn[hr] = __dp4a((int)y, *(const int *)(nb + 64 * BK + o), tn[hr]);
                     }
-            } else { /* OVL (rank 2, W_up's copy wperm_row): a thread's accumulators of row hr are units 16 tig .. + 15 of the
-                      * chunk, into the U tile (EP 2: tur holds t_split(t)) */
-                static_assert(R >= 2, "OVL runs rank 2 only");
-                int8_t *Uw = Us + ((OVL ? (c & 1) * 2 : 0) + w) * 64 * BK;
-#pragma unroll
-                for (int hr = 0; hr < 2; hr++) {
-                    int t[AR];
-                    int4 Av[AR];
-#pragma unroll
-                    for (int jr = 0; jr < AR; jr++) {
-                        t[jr] = (&tur[hr].x)[jr];
-                        Av[jr] = *(const int4 *)(nb + jr * 64 * BK + wg_off(r[hr] >> 1, tig));
-                    }
-                    int4 y;
-#pragma unroll
-                    for (int q4 = 0; q4 < 4; q4++) { /* units 16 tig + 4 q4 .. + 3 */
-                        const int i = 8 * q4 + 2 * hr;
-                        unsigned aw[AR];
-#pragma unroll
-                        for (int jr = 0; jr < AR; jr++) aw[jr] = (unsigned)(&Av[jr].x)[q4];
-                        (&y.x)[q4] = (int)(EP == 2 ? epi_quad_r8<AR>(v[i], v[i + 1], v[i + 4], v[i + 5], aw, tur[hr])
-                                                   : epi_quad_r<AR, false>(v[i], v[i + 1], v[i + 4], v[i + 5], aw, t, 8, a.pshift));
-                    }
-                    *(int4 *)(Uw + wg_off(r[hr] - w * 64, tig)) = y;
-#pragma unroll
-                    for (int jr = 0; jr < AR; jr++) tnr[hr][jr] += dot16(y, *(const int4 *)(nb + (AR + jr) * 64 * BK + wg_off(r[hr] >> 1, tig)));
-                }
             }
             if (R > 0) { /* the chunk's noise rows are read (generic loads: mbar_release_read) */
                 mbar_release_read(aempty + ac % ML_MA);
                 ac++;
             }
-            if constexpr (!RS) {
-                fence_proxy_async(); /* U, read next by the tensor cores */
-                named_sync(1 + w, 128);
-            }
         };
-        if constexpr (OVL) { /* the epilogue on a copy of the accumulators, under the previous chunk's down and the next chunk's up */
-            issue_up(j);
-#pragma unroll /* the MMAs issued per chunk differ at the ends: known at compile time (ptxas serialises wgmma behind a branch) */
-            for (int c = 0; c < NC; c++) {
-                wg_wait<0>(); /* this chunk's up and the down of chunk c - 2 are done */
-                release(j + 2 * c);
-                if (c >= 2) release(j + 2 * c - 3);
-                if (c == NC - 1) release_x();
-#pragma unroll
-                for (int i = 0; i < 32; i++) asm volatile("mov.b32 %0, %1;" : "=r"(e[OVL ? i : 0]) : "r"(du[i]));
-                if (c >= 1) issue_down(c - 1);
-                if (c + 1 < NC) issue_up(j + 2 * c + 2);
-                else if (c >= 1) wg_commit();
-                epilogue(c, *reinterpret_cast<const int(*)[32]>(e));
-            }
-            issue_down(NC - 1);
-            wg_commit();
-        } else { /* RS: chunk c's epilogue, then its down, then chunk c + 1's up (chunk 0's before); chunks 0 and NC - 1
+        { /* chunk c's epilogue, then its down, then chunk c + 1's up (chunk 0's before); chunks 0 and NC - 1
                   * peeled, so that no MMA sits behind a branch */
             /* chunk c's epilogue, its down (first: chunk 0's) and, where next, chunk c + 1's up. The stages of that down and
              * up are probed before the epilogue, so that a wait on a stage already full (the producer runs chunks ahead)
              * costs no latency between the epilogue and the MMAs; first and next are constants at each call */
             auto chunk = [&](int c, bool first, bool next) {
                 const bool rd = stage_full(j + 2 * c + 1), ru = next && stage_full(j + 2 * c + 2);
-                epilogue(c, du);
+                epilogue(du);
                 issue_down(c, first, rd);
                 wg_commit();
                 if (next) issue_up(j + 2 * c + 2, ru);
@@ -257,13 +181,9 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             release_x();
             chunk(NC - 1, false, false);
         }
-        int4 ot[H / 128][4]; /* the residual in wg_frag_direct's store order (RS: loaded under the next block's first up) */
-        if constexpr (!RS)
-#pragma unroll
-            for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
-        const bool ra = R > 0 && RS ? mbar_test(adfull, (unsigned)q & 1) : false; /* down's A rows (loaded chunks ago), probed early */
+        int4 ot[H / 128][4]; /* the residual in wg_frag_direct's store order (loaded under the next block's first up) */
+        const bool ra = R > 0 ? mbar_test(adfull, (unsigned)q & 1) : false; /* down's A rows (loaded chunks ago), probed early */
         wg_wait<0>();
-        if (OVL) release(j + 2 * NC - 3);
         release(j + 2 * NC - 1);
         if (R >= 2) { /* the rows' sign * U . B_dn_j into ts as an int4 a row */
 #pragma unroll
@@ -291,21 +211,21 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             __syncwarp();
             if (!ra) mbar_wait(adfull, (unsigned)q & 1);
         }
-        if constexpr (RS) { /* the residual's loads, the outputs from the accumulators (under the loads), then the next block's
-                             * first up, then the residual's add and the stores under it (no instruction may read an
-                             * accumulator while an MMA is in flight); the loads after the outputs had left their L2
-                             * latency before the stores: 20% of the kernel with both gone (a timing hack) */
+        { /* the residual's loads, the outputs from the accumulators (under the loads), then the next block's first up, then
+           * the residual's add and the stores under it (no instruction may read an accumulator while an MMA is in flight);
+           * the loads after the outputs had left their L2 latency before the stores: 20% of the kernel with both gone (a
+           * timing hack) */
             int4 st[H / 128][2][2];
 #pragma unroll
             for (int h = 0; h < H / 128; h++) frag_direct_resid(a, m0, h * BN, warp, gid, tig, ot[h]);
-            if constexpr (R >= 2) { /* down at K = 4 H = 1024 (s = 9): at ps = 8 (EP 2) epi_quad_r9; else p in 64 bits at rank
-                                     * 3-4, in 32 at rank 2 (R K <= 2048) */
+            if constexpr (R >= 2) { /* down at K = 4 H: at H = 256 (K = 1024, s = 9) and ps = 8 (EP 2) epi_quad_r9, else p in 64
+                                     * bits at rank 3-4, in 32 at rank 2 (R K <= 2048); at H = 128 (K = 512) p in 32 bits */
                 int4 tdr[2];
 #pragma unroll
                 for (int hr = 0; hr < 2; hr++) tdr[hr] = ((const int4 *)ts)[r[hr]];
 #pragma unroll
                 for (int h = 0; h < H / 128; h++)
-                    frag_direct_out_r<AR, (AR > 2 && EP != 2), false, EP == 2>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h),
+                    frag_direct_out_r<AR, (H == 256 && AR > 2 && EP != 2), false, (H == 256 && EP == 2)>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h),
                                                                                Ad + h * AR * (BM / 2) * BN, tdr, warp, gid, tig, adempty, st[h]);
             } else {
 #pragma unroll
@@ -319,17 +239,6 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
             }
 #pragma unroll
             for (int h = 0; h < H / 128; h++) frag_direct_store<MODE_RESID, true>(a, st[h], m0, h * BN, warp, gid, tig, ot[h], a.Y);
-        } else { /* OVL (rank 2), down: p in 32 bits at K = 4 H = 512 */
-            int4 tdr[2];
-#pragma unroll
-            for (int hr = 0; hr < 2; hr++) tdr[hr] = ((const int4 *)ts)[r[hr]];
-#pragma unroll
-            for (int h = 0; h < H / 128; h++) {
-                int4 st[2][2];
-                frag_direct_out_r<AR, (4 * H > 512), false>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * AR * (BM / 2) * BN, tdr, warp,
-                                                            gid, tig, adempty, st);
-                frag_direct_store<MODE_RESID, true>(a, st, m0, h * BN, warp, gid, tig, ot[h], a.Y);
-            }
         }
     }
     wg_wait<0>();
@@ -349,19 +258,16 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
     int8_t *Xr = Ws + ML_S * SB;                    /* [KT][BM][BK]: the block's x */
     int8_t *Bu = Xr + KT * BM * BK;                 /* [KT][64][BK]: its pairs' B rows of up (rank 1) */
     int8_t *Ad = Bu + (R >= 2 ? 0 : KT * 64 * BK);  /* [H/128][AR][BM/2][BN]: their A rows of down */
-    int8_t *Us = Ad + (H / 128) * AR * (BM / 2) * BN; /* [ml_utiles][2][64][BK]: each warpgroup's U chunk */
-    int8_t *An = Us + ml_utiles(H, R) * 2 * 64 * BK;   /* [ML_MA][2][AR][64][BK]: a chunk's A rows of up, B rows of down */
+    int8_t *An = Ad + (H / 128) * AR * (BM / 2) * BN; /* [ML_MA][2][AR][64][BK]: a chunk's A rows of up, B rows of down */
     int *ts = (int *)(An + ML_MA * 2 * AR * 64 * BK); /* [BM]: sign * (U . B_dn) (rank 2-4: [BM][4]) */
     uint64_t *full = (uint64_t *)(ts + BM * (R >= 2 ? 4 : 1)), *empty = full + ML_S, *xfull = empty + ML_S, *xempty = xfull + 1, *adfull = xempty + 1,
-             *adempty = adfull + 1, *aempty = adempty + 1, *turn = aempty + ML_MA;
+             *adempty = adfull + 1, *aempty = adempty + 1;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
         for (int st = 0; st < ML_S; st++) {
             mbar_init(full + st, 1);
             mbar_init(empty + st, 256);
         }
-        mbar_init(turn, 128);
-        mbar_init(turn + 1, 128);
         mbar_init(xfull, 1);
         mbar_init(xempty, 256);
         mbar_init(adfull, 1);
@@ -424,8 +330,8 @@ __global__ void __launch_bounds__(MX_THREADS, 1) mlp_kernel(MMArgs a, size_t aof
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     if (nrb == 0) return;
-    if (warp < 4) mlp_consume<H, R, EP, 0>(a, Ws, Xr, Bu, Us, An, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, turn, nrb, tid);
-    else mlp_consume<H, R, EP, 1>(a, Ws, Xr, Bu, Us, An, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, turn, nrb, tid);
+    if (warp < 4) mlp_consume<H, R, EP, 0>(a, Ws, Xr, Bu, An, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, nrb, tid);
+    else mlp_consume<H, R, EP, 1>(a, Ws, Xr, Bu, An, Ad, ts, full, empty, xfull, xempty, aempty, adfull, adempty, nrb, tid);
 #else
     (void)a; (void)aoff_up; (void)tmx; (void)tmwu; (void)tmnu; (void)tmwd; (void)tmnd;
 #endif
