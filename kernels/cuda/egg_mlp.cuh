@@ -225,8 +225,8 @@ __device__ __forceinline__ void mlp_consume(const MMArgs &a, const int8_t *Ws, c
                 for (int hr = 0; hr < 2; hr++) tdr[hr] = ((const int4 *)ts)[r[hr]];
 #pragma unroll
                 for (int h = 0; h < H / 128; h++)
-                    frag_direct_out_r<AR, (H == 256 && AR > 2 && EP != 2), false, (H == 256 && EP == 2)>(a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h),
-                                                                               Ad + h * AR * (BM / 2) * BN, tdr, warp, gid, tig, adempty, st[h]);
+                    frag_direct_out_r<AR, (H == 256 && AR > 2 && EP != 2), false, (H == 256 && EP == 2)>(
+                        a, *reinterpret_cast<const int(*)[64]>(dd + 64 * h), Ad + h * AR * (BM / 2) * BN, tdr, warp, gid, tig, adempty, st[h]);
             } else {
 #pragma unroll
                 for (int h = 0; h < H / 128; h++)
