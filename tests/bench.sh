@@ -8,12 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 BIN=./egg_mgpu
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-python3 - "$T/bench.txt" <<'PY'
-import random, sys
-random.seed(3)
-w = "the of and to in a is that for it as was with be by on not he this are or his from at which".split()
-open(sys.argv[1], "w").write(" ".join(random.choice(w) for _ in range(1500000)))
-PY
+python3 tools/word_corpus.py "$T/bench.txt" 1500000
 echo "bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
 run() { echo "bench: $*"; $BIN --data "$T/bench.txt" "$@" --bench 2>&1 | grep -a -E '^egg: bench|egg: error'; }
 run --hidden 128 --layers 4 --seq 256 --pop 64 --steps 4 --backend cpu

@@ -11,6 +11,7 @@ ok() { echo "PASS $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 sk() { echo "SKIP $1: $2"; skip=$((skip + 1)); }
 csum() { sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$1" | head -1; } # the first checksum a run's output prints
+cuda_tool() { command -v "$1" || { [ -x "/usr/local/cuda/bin/$1" ] && echo "/usr/local/cuda/bin/$1"; }; } # a CUDA toolkit program
 finish() {
   if [ "$skip" -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"; else echo "$pass passed, $fail failed"; fi
   [ "$fail" -eq 0 ]
@@ -354,7 +355,7 @@ for gb in $gpus; do
   # per-timestep GEMMs, mmp_kernel), 1024 rank 2 (the split recurrence). GPU_ONLY: only the runs whose
   # "sanitizer-TOOL-NAME" it matches (GPU_ONLY=sanitizer: all of them)
   if [ "$gb" = cuda ]; then
-    CS=$(command -v compute-sanitizer || { [ -x /usr/local/cuda/bin/compute-sanitizer ] && echo /usr/local/cuda/bin/compute-sanitizer; })
+    CS=$(cuda_tool compute-sanitizer)
     if [ -z "$CS" ]; then sk cuda-sanitizer "compute-sanitizer not found (on PATH or in /usr/local/cuda/bin)"
     else
       # name | tools | args [| environment]
@@ -395,18 +396,16 @@ for gb in $gpus; do
   # the NVTX ranges that tools/gpu_roofline.sh profiles by (Nsight Compute's --nvtx-include): a step's launches hold the
   # update's and the noise's kernels, the closing validation's none of them. GPU_ONLY: where it matches "nvtx"
   if [ "$gb" = cuda ] && { [ -z "${GPU_ONLY:-}" ] || [[ nvtx =~ $GPU_ONLY ]]; }; then
-    NCU=$(command -v ncu || { [ -x /usr/local/cuda/bin/ncu ] && echo /usr/local/cuda/bin/ncu; })
+    NCU=$(cuda_tool ncu)
     if [ -z "$NCU" ]; then sk cuda-nvtx-ranges "ncu (Nsight Compute) not found (on PATH or in /usr/local/cuda/bin)"
     elif ! $BIN --version | grep -q '^nvtx: step '; then bad cuda-nvtx-ranges "the binary has no NVTX ranges: $($BIN --version | grep '^nvtx')"
     else
       na="--data $T/c.txt --hidden 64 --layers 2 --seq 8 --pop 256 --steps 1 --val-every 0 --val-windows 2 --val-len 8 --backend cuda"
       for rg in step validate; do
         # shellcheck disable=SC2086
-        timeout -k 10 "$gtl" "$NCU" --nvtx --nvtx-include "$rg/" --metrics gpu__time_duration.sum --csv --page raw $BIN $na >"$T/nvtx_$rg" 2>&1
-        python3 -c 'import csv,re,sys
-rows=[r for r in csv.reader(l for l in open(sys.argv[1], errors="replace") if l.startswith("\""))]
-k=rows[0].index("Kernel Name") if rows and "Kernel Name" in rows[0] else -1
-print(" ".join(re.sub(r"^void |[(<].*","",r[k]) for r in rows[2:]) if k >= 0 else "")' "$T/nvtx_$rg" >"$T/nvtx_$rg.k"
+        timeout -k 10 "$gtl" "$NCU" --nvtx --nvtx-include "$rg/" --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+          --csv --page raw $BIN $na >"$T/nvtx_$rg" 2>&1
+        python3 tools/ncu_bytes.py --names "$T/nvtx_$rg" 2>/dev/null | sed 's/^void //; s/<.*//' | tr '\n' ' ' >"$T/nvtx_$rg.k"
       done
       ks=$(cat "$T/nvtx_step.k"); kv=$(cat "$T/nvtx_validate.k")
       if [[ " $ks " == *" noise_kernel "* && " $ks " == *" upd_mapply_kernel "* && -n "$kv" && " $kv " != *" noise_kernel "* && " $kv " != *" upd_"* ]]; then

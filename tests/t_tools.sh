@@ -6,14 +6,15 @@
 #                        that egg_mgpu accepts.
 #   tools/ncu_bytes.py : an Nsight Compute CSV (program output around it, the
 #                        units row, thousands separators) summed per kernel;
-#                        the expected table is worked out by hand below.
+#                        the expected table is worked out by hand below;
+#                        --names lists the launches.
 # Independent goldens: the .bin header is decoded here with od, the PNG
 # signature is checked byte for byte, and a .bin of a text's bytes must train
 # to exactly the text's checksum (same token stream, different loader).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$LIB_ROOT
 CHECKS=(plot_png plot_default_name plot_bad_log plot_missing_log tokens_text_header tokens_text_trains
-        tokens_text_equals_txt tokens_ids_u16_header tokens_ids_u16_trains tokens_ids_bad_id ncu_bytes_table ncu_bytes_missing_metric)
+        tokens_text_equals_txt tokens_ids_u16_header tokens_ids_u16_trains tokens_ids_bad_id ncu_bytes_table ncu_bytes_names ncu_bytes_missing_metric)
 lib_init tools || skip_all "egg_mgpu not built (run make)" "${CHECKS[@]}"
 
 # u32 / u64 little-endian field of a file at a byte offset (od, not the tool under test)
@@ -146,6 +147,9 @@ if [ $nrc -ne 0 ]; then fail ncu_bytes_table "exit $nrc: $(head -c 200 ncu.err)"
 elif [ "$(sed -n 3p ncu.out)" != "$want_a" ] || [ "$(sed -n 4p ncu.out)" != "$want_b" ] || [ "$(sed -n 5p ncu.out)" != "$want_t" ]; then
     fail ncu_bytes_table "got: $(tr '\n' '/' <ncu.out)"
 else pass ncu_bytes_table; fi
+# --names: each launch's kernel in launch order, the parameter lists cut (make test-gpu's NVTX check reads it)
+if [ "$(python3 "$ROOT/tools/ncu_bytes.py" --names ncu.csv 2>&1 | tr '\n' '/')" = 'void k_a<256, 1>/k_b/void k_a<256, 1>/' ]; then pass ncu_bytes_names
+else fail ncu_bytes_names "got: $(python3 "$ROOT/tools/ncu_bytes.py" --names ncu.csv 2>&1 | tr '\n' '/')"; fi
 # a CSV without the write counter: exit 2, one line naming it
 grep -v '^"[0-9]' ncu.csv | sed 's/dram__bytes_write.sum/lts__t_bytes.sum/' >ncu_bad.csv
 python3 "$ROOT/tools/ncu_bytes.py" ncu_bad.csv >/dev/null 2>ncu_bad.err

@@ -20,12 +20,7 @@ NG=$(nvidia-smi -L | wc -l)
 nvidia-smi -L; date -u
 if [ "$NG" -lt 2 ]; then echo "SKIP gpu-faults: $NG GPU (needs 2 or more)"; exit 0; fi
 if [ "${EGG_NOBUILD:-0}" != 1 ]; then make -j16 >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }; fi
-python3 - <<'PY'
-import random
-random.seed(3)
-w = "the of and to in a is that for it as was with be by on not he this are or his from at which".split()
-open("/tmp/f.txt", "w").write(" ".join(random.choice(w) for _ in range(2000000)))
-PY
+python3 tools/word_corpus.py /tmp/f.txt 2000000
 MR="mpirun --bind-to none -x NCCL_NVLS_ENABLE"
 S2=300 # the step every run reaches
 A="--data /tmp/f.txt --hidden 256 --layers 4 --seq 50 --pop 8192 --val-every 0 --val-windows 4 --backend cuda --print-every 25"

@@ -12,12 +12,7 @@ nvidia-smi -L; date -u
 # EGG_NOBUILD=1: use the egg_mgpu carried with the working tree
 if [ "${EGG_NOBUILD:-0}" != 1 ]; then make -j16 >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }; fi
 ./egg_mgpu --version
-python3 - <<'PY'
-import random
-random.seed(3)
-w = "the of and to in a is that for it as was with be by on not he this are or his from at which".split()
-open("/tmp/b.txt", "w").write(" ".join(random.choice(w) for _ in range(4000000)))
-PY
+python3 tools/word_corpus.py /tmp/b.txt 4000000
 MR="mpirun --bind-to none -x NCCL_NVLS_ENABLE"
 sum() { sed -n 's/.*checksum=\([0-9a-f]*\).*/\1/p' "$1"; }
 upd() { grep -a 'egg: update' "$1" | cut -c1-90; }

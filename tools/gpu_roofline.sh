@@ -17,12 +17,7 @@ NCU=$(command -v ncu || { [ -x /usr/local/cuda/bin/ncu ] && echo /usr/local/cuda
 ranks=${*:-1 4}
 data=${EGG_ROOF_DATA:-$OUT/roof_corpus.txt}
 if [ -z "${EGG_ROOF_DATA:-}" ]; then
-  python3 - "$data" <<'PY'
-import random, sys
-random.seed(3)
-w = "the of and to in a is that for it as was with be by on not he this are or his from at which".split()
-open(sys.argv[1], "w").write(" ".join(random.choice(w) for _ in range(400000)))
-PY
+  python3 tools/word_corpus.py "$data" 400000
 fi
 # shellcheck disable=SC2206
 margs=(${EGG_ROOF_ARGS:---hidden 256 --layers 6 --seq 100 --pop 32768})

@@ -2,6 +2,7 @@
 """ncu_bytes.py — DRAM traffic and time per kernel from an Nsight Compute CSV.
 
 Usage: ncu_bytes.py [--scale S] [--bw BYTES_PER_S] FILE.csv
+       ncu_bytes.py --names FILE.csv
 
 FILE.csv is what `ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum,
 gpu__time_duration.sum --csv --page raw` prints (other lines, such as the
@@ -10,7 +11,9 @@ template arguments and without their parameter lists, and listed by time:
 launches, bytes read and written, time, and the bandwidth reached. --scale
 multiplies bytes and time (a run of one member part stands for S parts of the
 same size); --bw gives the total's time at that DRAM bandwidth (default 3.0e12
-bytes a second). tools/gpu_roofline.sh runs ncu and this.
+bytes a second). --names prints each launch's kernel instead, one a line in
+launch order (make test-gpu's check of the NVTX ranges).
+tools/gpu_roofline.sh runs ncu and this.
 """
 import argparse
 import csv
@@ -70,9 +73,14 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--bw", type=float, default=3.0e12)
+    ap.add_argument("--names", action="store_true", help="print each launch's kernel, in launch order")
     a = ap.parse_args()
     if a.scale <= 0 or a.bw <= 0:
         die("--scale and --bw must be positive")
+    if a.names:
+        for name, _, _, _ in load(a.csv):
+            print(name)
+        return
     agg = {}
     for name, rd, wr, t in load(a.csv):
         k = agg.setdefault(name, [0, 0.0, 0.0, 0.0])
