@@ -203,6 +203,8 @@ configs=(
   "h256-r3-sigma5-persistent-gemms-rank-3-mlp-two-gemms|--hidden 256 --layers 1 --rank 3 --pop 256 --seq 5 --sigma-shift 5|EGG_CUDA_FMLPR=0"
   "h128-r3-sigma5-persistent-gemms-rank-3|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 6 --sigma-shift 5"
   "h128-r2-mlp-fused-rank-2|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6"
+  "h128-r3-mlp-fused-rank-3|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 6"
+  "h128-r4-mlp-fused-rank-4|--hidden 128 --layers 2 --rank 4 --pop 384 --seq 5 --sigma-shift 5|EGG_CUDA_MMP=3"
   "h128-r2-sigma5-mlp-fused-rank-2-3ctas|--hidden 128 --layers 2 --rank 2 --pop 384 --seq 5 --sigma-shift 5|EGG_CUDA_MMP=3"
   "h128-r2-persistent-gemms-down-128-column-tiles|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_FMLPR=0"
   "h512-r4-persistent-gemms-k512-32-bit-chunked|--hidden 512 --layers 1 --rank 4 --pop 256 --seq 5 --data $T/t.bin|EGG_CUDA_TCHUNK=2"
@@ -349,8 +351,8 @@ for gb in $gpus; do
   # hidden 640, 16 hazards in rclus_kernel<640, 4> before e1f2a1c), synccheck (barriers), memcheck (out-of-bounds and
   # misaligned accesses) and initcheck (reads of device memory never written: padding, a partial tile's rows, 130
   # members at hidden 64). Each must report 0 hazards / 0 errors and end with the CPU's checksum. Configs: hidden 256
-  # at rank 1 and 4 (the fused MLP, mmx_kernel's A-row ring, rreg_kernel, lnxb_kernel), 128 at rank 2 and 1 (the fused MLP at
-  # 128: its rank 2-4 and rank <= 1 epilogues), the cluster
+  # at rank 1 and 4 (the fused MLP, mmx_kernel's A-row ring, rreg_kernel, lnxb_kernel), 128 at rank 2, 1 and 4 (the
+  # fused MLP at 128: its rank 2-4 and rank <= 1 epilogues, rank 4's noise ring of three buffers), the cluster
   # recurrence at 640 (rank 4, and rank 1 by EGG_CUDA_RCLUS640=2), 512 rank 4 and 384 rank 2, hidden 640 rank 1 (the
   # per-timestep GEMMs, mmp_kernel), 1024 rank 2 (the split recurrence). GPU_ONLY: only the runs whose
   # "sanitizer-TOOL-NAME" it matches (GPU_ONLY=sanitizer: all of them)
@@ -363,6 +365,7 @@ for gb in $gpus; do
         "256x2-rank-4|racecheck synccheck initcheck|--hidden 256 --layers 2 --rank 4 --pop 1280"
         "128x2-rank-2|racecheck memcheck|--hidden 128 --layers 2 --rank 2 --pop 1280"
         "128x2-rank-1|racecheck memcheck|--hidden 128 --layers 2 --rank 1 --pop 1280"
+        "128x2-rank-4|racecheck memcheck|--hidden 128 --layers 2 --rank 4 --pop 1280"
         "640-rank-4|racecheck synccheck memcheck initcheck|--hidden 640 --layers 1 --rank 4 --pop 1280"
         "640-rank-1-cluster|racecheck|--hidden 640 --layers 1 --rank 1 --pop 1280|EGG_CUDA_RCLUS640=2"
         "512-rank-4|racecheck memcheck|--hidden 512 --layers 1 --rank 4 --pop 1280"

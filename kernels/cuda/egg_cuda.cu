@@ -1329,6 +1329,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 if (c->fmlpr) {
                     MLP_ATTR(256, 2, 0) MLP_ATTR(256, 2, 2) MLP_ATTR(256, 3, 0) MLP_ATTR(256, 3, 2) MLP_ATTR(256, 4, 0) MLP_ATTR(256, 4, 2)
                     MLP_ATTR(128, 2, 0) MLP_ATTR(128, 2, 2)
+                    MLP_ATTR(128, 3, 0) MLP_ATTR(128, 3, 2) MLP_ATTR(128, 4, 0) MLP_ATTR(128, 4, 2)
                 }
 #undef MLP_ATTR
             }
@@ -1369,12 +1370,16 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
 #define RREG_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(rreg_kernel<HH, R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, rreg_smem_bytes<HH>()));
                     RREG_ATTR(256, 0, 0) RREG_ATTR(256, 1, 0) RREG_ATTR(256, 1, 1) RREG_ATTR(256, 1, 2)
                     RREG_ATTR(128, 0, 0) RREG_ATTR(128, 1, 0) RREG_ATTR(128, 1, 2)
-                    RREG_ATTR(256, 2, 0) RREG_ATTR(256, 3, 0) RREG_ATTR(256, 4, 0) RREG_ATTR(128, 2, 0) RREG_ATTR(128, 3, 0) RREG_ATTR(128, 4, 0)
-                    RREG_ATTR(256, 2, 2) RREG_ATTR(256, 3, 2) RREG_ATTR(256, 4, 2) RREG_ATTR(128, 2, 2) RREG_ATTR(128, 3, 2) RREG_ATTR(128, 4, 2)
+                    RREG_ATTR(256, 2, 0) RREG_ATTR(256, 3, 0) RREG_ATTR(256, 4, 0) RREG_ATTR(128, 2, 0)
+                    RREG_ATTR(128, 3, 0) RREG_ATTR(128, 4, 0)
+                    RREG_ATTR(256, 2, 2) RREG_ATTR(256, 3, 2) RREG_ATTR(256, 4, 2) RREG_ATTR(128, 2, 2)
+                    RREG_ATTR(128, 3, 2) RREG_ATTR(128, 4, 2)
 #undef RREG_ATTR
 #define RREG_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(rreg_kernel<HH, R, EP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, rreg_smem_bytes<HH>()));
                     RREG_ATTR(256, 2, 0) RREG_ATTR(256, 3, 0) RREG_ATTR(256, 4, 0) RREG_ATTR(128, 2, 0)
+                    RREG_ATTR(128, 3, 0) RREG_ATTR(128, 4, 0)
                     RREG_ATTR(256, 2, 2) RREG_ATTR(256, 3, 2) RREG_ATTR(256, 4, 2) RREG_ATTR(128, 2, 2)
+                    RREG_ATTR(128, 3, 2) RREG_ATTR(128, 4, 2)
 #undef RREG_ATTR
                     int r1 = 0;
                     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r1, rreg_kernel<128, 1, 2>, rchunk_threads<128>(), rreg_smem_bytes<128>()));

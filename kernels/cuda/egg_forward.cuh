@@ -312,15 +312,14 @@ static void set_tord(const CudaImpl *c, MMArgs *a) {
     a->tord = c->tord && a->r > 1 && a->wrap > 0 && (2 * a->wrap) % BM == 0 && a->M % (2 * a->wrap) == 0 ? a->M / (2 * a->wrap) : 0;
 }
 /* layer l's MLP (up, then down with the residual R into X) in one mlp_kernel launch where it applies (sm_90a with
- * TMA, H = 128 or 256, both matrices' permuted copies and W_up's wpermu_row copy, rank <= 4 at H = 256 and <= 2 at 128
- * (at 2-4 x . B_up in TF, from EGG-LN2's lnxb_kernel or else xb_kernel) with a row block's pairs consecutive in the
- * noise blob): *done = 1; else *done = 0 and the caller runs the two GEMMs. At H = 128 rank 4 ran 29% slower fused than
- * as two GEMMs (its epilogues far longer than the other warpgroup's MMAs they ran under; measured with the U tiles and
- * turns that v143 removed, not since) */
+ * TMA, H = 128 or 256, both matrices' permuted copies and W_up's wpermu_row copy, rank <= 4 (at 2-4 x . B_up in TF,
+ * from EGG-LN2's lnxb_kernel or else xb_kernel) with a row block's pairs consecutive in the noise blob): *done = 1; else
+ * *done = 0 and the caller runs the two GEMMs. At H = 128 rank 3-4 the fused MLP ran 29% slower than two GEMMs with the
+ * U tiles and turns that v143 removed; on the register path it runs 21-25% faster a step (v144) */
 static bool mlp_fused_takes(const CudaImpl *c, const Ctx *x, int l, int r) {
     const int H = c->H, iu = EGG_T_LAYER(l, 0) + EGG_L_UP, idn = EGG_T_LAYER(l, 0) + EGG_L_DOWN, wrap = x->n / 2;
     if (!c->fmlp || (H != 256 && H != 128) || !c->tmap_encode || c->mmw_ctas <= 0 || !c->wperm || !c->wp_ok[iu] || !c->wp_ok[idn] ||
-        (r > 1 && (r > (H == 256 ? 4 : 2) || !c->rgemm || !c->fmlpr)) ||
+        (r > 1 && (r > 4 || !c->rgemm || !c->fmlpr)) ||
         !wpu_of(c, iu) ||
         egg_mm_shift((uint32_t)H) != 8)
         return false;
@@ -359,9 +358,9 @@ static int mlp_fused(CudaImpl *c, Ctx *x, int rows, int l, int noisy, const int3
             const int rc = xb_run(c, r, 1, rows, H, x->XN, H, a.noise, c->pstride, au + a_span(r, 4 * H), 0, wrap, a.T, err);
             if (rc) return rc;
         }
-#define MLP_R(RR) (ep == 2 ? MLP_GO(256, RR, 2) : MLP_GO(256, RR, 0))
-        if (H == 128) { if (ep == 2) MLP_GO(128, 2, 2); else MLP_GO(128, 2, 0); }
-        else rank_go(r, [&](auto rr) { MLP_R(decltype(rr)::value); });
+#define MLP_R(HH, RR) (ep == 2 ? MLP_GO(HH, RR, 2) : MLP_GO(HH, RR, 0))
+        if (H == 128) rank_go(r, [&](auto rr) { MLP_R(128, decltype(rr)::value); });
+        else rank_go(r, [&](auto rr) { MLP_R(256, decltype(rr)::value); });
 #undef MLP_R
     } else if (H == 256) {
         if (!r) MLP_GO(256, 0, 0);
@@ -643,7 +642,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
                             constexpr int RR = decltype(rr)::value;
                             if (H == 256 && ln2x) RREG_R(256, RR, false);
                             else if (H == 256) RREG_R(256, RR, true);
-                            else if (ln2x && RR == 2) RREG_R(128, 2, false); /* the fused MLP takes rank 2 at 128 */
+                            else if (ln2x) RREG_R(128, RR, false);
                             else RREG_R(128, RR, true);
                         });
                     }

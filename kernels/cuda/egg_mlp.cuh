@@ -4,7 +4,7 @@
 #ifndef EGG_MLP_CUH
 #define EGG_MLP_CUH
 
-/* The MLP of a layer at H = 128 or 256 in one kernel (sm_90a, rank <= 1; EGG_CUDA_FMLP=0: up and down as two GEMMs):
+/* The MLP of a layer at H = 128 or 256 in one kernel (sm_90a, rank <= 4; EGG_CUDA_FMLP=0: up and down as two GEMMs):
  *   U = clip((x . Wup^T + ((t_up A_up) >> ps)) >> 8), X = clip(clip((U . Wdown^T + ((t_dn A_dn) >> ps)) >> s) + R)
  * with U never leaving the SM: up and down as two GEMMs write U ([rows][4H], 4 bytes a row per byte of x) to DRAM
  * and read it back, 8 of the layer's ~21 bytes of DRAM traffic per row and hidden unit. A CTA takes whole 128-row
@@ -17,8 +17,9 @@
  * The two warpgroups issue their MMAs as they are ready. Until v143, hidden 128 at rank 2 (and until v142 at every
  * rank) wrote U into a shared-memory tile in the operand layout instead, the warpgroups taking turns and the epilogue
  * running on a copy of the accumulators under the next MMAs (OVL): the register path ran the MLP 25% faster there,
- * EGG-128x4 +9.9% at rank 1 and +9.0% at rank 2 (docs/BENCHMARKS.md). t_up = sign * (x . B_up) comes from dp4a over
- * the resident x at the block's start. Wup's and Wdown's chunks come through one ring of stages (a producer warpgroup, TMA); the pairs' B
+ * EGG-128x4 +9.9% at rank 1 and +9.0% at rank 2 (docs/BENCHMARKS.md), and made hidden 128 at rank 3-4 faster fused
+ * than as two GEMMs (v144: +25% / +21% a step). t_up = sign * (x . B_up) comes from dp4a over the resident x at the
+ * block's start. Wup's and Wdown's chunks come through one ring of stages (a producer warpgroup, TMA); the pairs' B
  * rows of up with the block's x, the A rows of up and the B rows of down per chunk, the A rows of down per block.
  * After the last chunk the down accumulators go out through wg_frag_direct (residual added), as in mmd_kernel. Same
  * integer operations as up in mmx_kernel and down in mmd_kernel. */
