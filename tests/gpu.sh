@@ -96,7 +96,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # with K = 128-512 run in mmx_kernel and down and the PLAIN ones with K > 512 in mmd_kernel (128 x 128 tiles where N is
 # an odd multiple of 128: down at hidden 128 and 384),
 # x . B_j from xb_kernel, p = sum_j t_j A_j in 32 bits at K <= 512 and in 64 above (EGG_CUDA_RGEMM=0: mm_kernel); at
-# hidden 256 the fused MLP takes rank 2-4 too (at 128 rank 2), x . B_up from xb_kernel, U . B_dn_j in its epilogues (EGG_CUDA_FMLPR=0:
+# hidden 256 and 128 the fused MLP takes rank 2-4 too (ranks 3-4 at 128 since v144), x . B_up from xb_kernel, U . B_dn_j in its epilogues (EGG_CUDA_FMLPR=0:
 # up and down as those two GEMMs); its row blocks there walk a member group's timesteps first where the members are a
 # multiple of 128 (EGG_CUDA_TORD=0: in row order).
 configs=(
@@ -201,10 +201,13 @@ configs=(
   "h128-l3-r4-lns-with-t-rows-a-warp-walks-timesteps|--hidden 128 --layers 3 --rank 4 --pop 8704 --seq 5"
   "h512-l2-r3-lns-with-t-rows-a-warp-walks-timesteps|--hidden 512 --layers 2 --rank 3 --pop 4352 --seq 4"
   "h256-r3-sigma5-persistent-gemms-rank-3-mlp-two-gemms|--hidden 256 --layers 1 --rank 3 --pop 256 --seq 5 --sigma-shift 5|EGG_CUDA_FMLPR=0"
-  "h128-r3-sigma5-persistent-gemms-rank-3|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 6 --sigma-shift 5"
+  "h128-r3-sigma5-persistent-gemms-rank-3|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 6 --sigma-shift 5|EGG_CUDA_FMLPR=0"
+  "h128-r3-sigma5-mlp-fused-rank-3-generic-epilogue|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 6 --sigma-shift 5"
   "h128-r2-mlp-fused-rank-2|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6"
   "h128-r3-mlp-fused-rank-3|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 6"
   "h128-r4-mlp-fused-rank-4|--hidden 128 --layers 2 --rank 4 --pop 384 --seq 5 --sigma-shift 5|EGG_CUDA_MMP=3"
+  "h128-r4-mlp-fused-up-t-rows-from-xb-kernel|--hidden 128 --layers 2 --rank 4 --pop 256 --seq 6|EGG_CUDA_LN2XB=0"
+  "h128-l2-r3-mlp-fused-chunked-resets|--hidden 128 --layers 2 --rank 3 --pop 384 --seq 7 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
   "h128-r2-sigma5-mlp-fused-rank-2-3ctas|--hidden 128 --layers 2 --rank 2 --pop 384 --seq 5 --sigma-shift 5|EGG_CUDA_MMP=3"
   "h128-r2-persistent-gemms-down-128-column-tiles|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_FMLPR=0"
   "h512-r4-persistent-gemms-k512-32-bit-chunked|--hidden 512 --layers 1 --rank 4 --pop 256 --seq 5 --data $T/t.bin|EGG_CUDA_TCHUNK=2"
