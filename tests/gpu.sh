@@ -74,7 +74,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # and down as two GEMMs). --update allreduce votes into one array of every parameter and applies it once summed
 # (nothing to sum on one rank; two ranks sharing this GPU below sum it by MPI through the host). The noise
 # kernel writes 16 values a thread where the shapes allow (EGG_CUDA_NOISEW=0: 4 at rank 1, 1 at rank 2-4; a
-# vocabulary of 301 takes 4 for the head at rank 1, 1 at rank 2-4). The update operands take four columns a thread (EGG_CUDA_OPS4=0: one; rank 2-4 since v121). The
+# vocabulary of 301 takes 4 for the head at rank 1, 1 at rank 2-4). The update operands take tiles of 128 rows x 128 columns, four columns a thread (EGG_CUDA_OPS4=1: 16-row blocks, as before v145; 0: one column a thread). The
 # embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch). The PLAIN GEMMs
 # with K = 384 and 512 (Wf, Wh, up, head at hidden 384 and 512) take whole row blocks too, one X buffer a CTA
 # (EGG_CUDA_MMX512=0: mmw_kernel, at rank 2-4 mm_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer. Down (RESID) with N a multiple of 256
@@ -153,6 +153,8 @@ configs=(
   "h128-r3-noise-a-value-a-thread|--hidden 128 --layers 2 --rank 3 --pop 130 --seq 6 --data $T/t.bin|EGG_CUDA_NOISEW=0"
   "h256-r1-update-operands-an-entry-a-thread|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_OPS4=0"
   "h96-r3-update-operands-a-column-a-thread|--hidden 96 --layers 2 --rank 3 --pop 130 --seq 6|EGG_CUDA_OPS4=0"
+  "h256-r1-update-operands-16-row-blocks|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_OPS4=1"
+  "h96-r4-update-operands-16-row-blocks|--hidden 96 --layers 2 --rank 4 --pop 130 --seq 6|EGG_CUDA_OPS4=1"
   "h128-r1-ln1-own-launch|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6|EGG_CUDA_EMBLN=0"
   "h256-r4-sigma0-embedding-pert-shift-4|--hidden 256 --layers 1 --rank 4 --pop 130 --seq 6 --sigma-shift 0"
   "h256-r1-sigma14-embedding-pert-shift-18|--hidden 256 --layers 1 --rank 1 --pop 130 --seq 6 --sigma-shift 14"

@@ -221,7 +221,9 @@ struct CudaImpl {
     cudaEvent_t up;           /* that upload done: st waits for it */
     int parts_env;            /* EGG_CUDA_PARTS (-1: unset) */
     int noisew;               /* the noise 16 values a thread where shapes allow (EGG_CUDA_NOISEW=0: 4 at rank 1, 1 at rank 2-4) */
-    int ops4;                 /* the update operands four columns a thread (EGG_CUDA_OPS4=0: one; at rank 2-4 since v121) */
+    int ops4;                 /* the update operands: 2 (default) 128 x 128 tiles, four columns a thread (upd_operands_t_kernel);
+                               * EGG_CUDA_OPS4=1: 16-row blocks, four columns a thread (at rank 2-4 since v121); 0: one */
+    int oyt;                  /* upd_operands_t_kernel's tile rows of all matrices (grid y) */
     int embln;                /* layer 0's EGG-LN1 inside the embedding kernel at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch) */
     cudaStream_t ps[EGG_PARTS_MAX];  /* the train forward's parts, one stream each (eval_parts) */
     cudaEvent_t pev[EGG_PARTS_MAX + 1];
@@ -230,6 +232,7 @@ struct CudaImpl {
     NoiseTab *ntab;           /* noise_kernel's table: every tensor's shape and blob offset */
     longlong2 *lnpo;          /* lnpert_kernel's table: each perturbed vector's parameter and noise offsets */
     int4 *vtab; long long *voff; /* upd_vecs_kernel's table and their parameter offsets (NULL: a launch per vector) */
+    long long *vnoff;         /* their noise's offsets in a pair's blob (upd_vecs_kernel reads an own pair's there) */
     void *pinned_params;      /* the host model's parameters, page-locked for the update's copy back (NULL: pageable) */
     uint64_t seed; uint32_t noise_epoch; int noise_valid;
     int upd_pending;          /* a train eval ran and its update has not: the noise blob is still to be read */
@@ -608,8 +611,10 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     bool vfork = false;
     /* every vector tensor's votes in one launch, on stream s (beside the matrices' work where vfork) */
     auto vec_votes = [&](cudaStream_t s) {
+        const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch && c->vnoff; /* own pairs from the blob */
         upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, s>>>(
-            E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL);
+            E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL, c->ek, blob ? c->noise : NULL, c->vnoff, c->pstride,
+            c->m0 / 2, c->m1 / 2);
         return cudaGetLastError();
     };
 #ifdef EGG_MMP
@@ -639,16 +644,18 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         int tiles = 0;
         if (!c->otab) { /* the matrices' operand table, once */
             std::vector<UpdOpTab> ot;
-            long long y = 0;
+            long long y = 0, y1 = 0;
             for (int id = 0; id < m->ntensors; id++) {
                 const egg_tensor *t = &m->t[id];
                 if (t->kind == EGG_T_VEC) continue;
                 const bool bl = id != EGG_T_EMB && t->rows % 16 == 0 && t->cols % 16 == 0;
-                ot.push_back(UpdOpTab{(int)y, t->rows, t->cols, id, bl ? (long long)c->noff[id] : -1, c->gA[id], c->gB[id],
+                ot.push_back(UpdOpTab{(int)y, t->rows, t->cols, id, (int)y1, bl ? (long long)c->noff[id] : -1, c->gA[id], c->gB[id],
                                       (long long)a_span(r, t->rows)});
                 y += (t->rows + t->cols + UPD_ROWS - 1) / UPD_ROWS;
+                y1 += (t->rows + t->cols + UPD_TROWS - 1) / UPD_TROWS;
             }
             c->onmat = (int)ot.size(); c->oyb = y <= 65535 ? (int)y : -1; /* grid y; else a launch per matrix */
+            c->oyt = (int)y1;
             CK(cudaMalloc(&c->otab, sizeof(UpdOpTab) * (ot.size() ? ot.size() : 1)));
             CK(cudaMemcpy(c->otab, ot.data(), sizeof(UpdOpTab) * ot.size(), cudaMemcpyHostToDevice));
         }
@@ -663,7 +670,14 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
         if (c->oyb > 0) {
             const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch;
             const dim3 g4((unsigned)((Kp + 1023) / 1024), (unsigned)c->oyb);
-            if (r == 1 && c->ops4)
+            const dim3 gt((unsigned)((Kp + 127) / 128), (unsigned)c->oyt);
+            if (r == 1 && c->ops4 == 2)
+                upd_operands_t_kernel<1><<<gt, 256, 0, c->st>>>(c->onmat, c->otab, E, Kp, 1, c->ukeys, c->ek, c->es, blob ? c->noise : NULL,
+                                                                c->pstride, c->m0 / 2, c->m1 / 2, Lg, Rg);
+            else if (c->ops4 == 2)
+                upd_operands_t_kernel<0><<<gt, 256, 0, c->st>>>(c->onmat, c->otab, E, Kp, r, c->ukeys, c->ek, c->es, blob ? c->noise : NULL,
+                                                                c->pstride, c->m0 / 2, c->m1 / 2, Lg, Rg);
+            else if (r == 1 && c->ops4)
                 upd_operands4_kernel<1><<<g4, 256, 0, c->st>>>(c->onmat, c->otab, E, Kp, 1, c->ukeys, c->ek, c->es, blob ? c->noise : NULL,
                                                                c->pstride, c->m0 / 2, c->m1 / 2, Lg, Rg);
             else if (c->ops4)
@@ -949,7 +963,7 @@ static void cuda_destroy(egg_backend *be) {
     cudaFree(c->seedep);
     cudaStreamDestroy(c->st);
     if (c->cs) cudaStreamDestroy(c->cs);
-    cudaFree(c->vtab); cudaFree(c->voff); cudaFree(c->ntab); cudaFree(c->lnpo);
+    cudaFree(c->vtab); cudaFree(c->voff); cudaFree(c->vnoff); cudaFree(c->ntab); cudaFree(c->lnpo);
     if (c->pinned_params) cudaHostUnregister(c->pinned_params);
     if (c->up) cudaEventDestroy(c->up);
     for (int i = 0; i < EGG_PARTS_MAX; i++)
@@ -1096,7 +1110,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaEventCreate(&c->uev));
     c->parts_env = getenv("EGG_CUDA_PARTS") ? atoi(getenv("EGG_CUDA_PARTS")) : -1;
     c->noisew = !(getenv("EGG_CUDA_NOISEW") && atoi(getenv("EGG_CUDA_NOISEW")) == 0);
-    c->ops4 = !(getenv("EGG_CUDA_OPS4") && atoi(getenv("EGG_CUDA_OPS4")) == 0);
+    c->ops4 = getenv("EGG_CUDA_OPS4") ? atoi(getenv("EGG_CUDA_OPS4")) : 2;
+    c->ops4 = c->ops4 < 0 ? 0 : c->ops4 > 2 ? 2 : c->ops4;
     c->embln = !(getenv("EGG_CUDA_EMBLN") && atoi(getenv("EGG_CUDA_EMBLN")) == 0);
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
@@ -1141,13 +1156,14 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         /* the vector tensors' update in one launch (EGG_CUDA_UGROUP=0: a launch per vector, as per matrix) */
         const char *eg = getenv("EGG_CUDA_UGROUP");
         std::vector<int4> vt;
-        std::vector<long long> vo;
+        std::vector<long long> vo, vn;
         int zo = 0, yb = 0;
         for (int id = 0; id < m->ntensors && !(eg && atoi(eg) == 0); id++) {
             const egg_tensor *t = &m->t[id];
             if (t->kind != EGG_T_VEC) continue;
             vt.push_back(make_int4(zo, t->rows, yb, id));
             vo.push_back((long long)t->off);
+            vn.push_back((long long)c->noff[id]);
             zo += t->rows;
             yb += (t->rows + 127) / 128;
         }
@@ -1157,6 +1173,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             CK(cudaMalloc(&c->voff, sizeof(long long) * vo.size()));
             CK(cudaMemcpy(c->vtab, vt.data(), sizeof(int4) * vt.size(), cudaMemcpyHostToDevice));
             CK(cudaMemcpy(c->voff, vo.data(), sizeof(long long) * vo.size(), cudaMemcpyHostToDevice));
+            CK(cudaMalloc(&c->vnoff, sizeof(long long) * vn.size()));
+            CK(cudaMemcpy(c->vnoff, vn.data(), sizeof(long long) * vn.size(), cudaMemcpyHostToDevice));
             c->nvec = (int)vt.size(); c->vtot = zo; c->vyb = yb;
         }
         CK(cudaMalloc(&c->Z, sizeof(int32_t) * zmax));

@@ -131,6 +131,7 @@ __global__ void upd_operands_kernel(int E, int Kp, int N, int K, int r, const ui
  * EGG-256x6): row block y belongs to the last matrix v with ot[v].y0 <= y */
 struct UpdOpTab {
     int y0, N, K, id;   /* its first row block, shape, tensor id (its keys at keys + id E) */
+    int y1;             /* its first tile row (upd_operands_t_kernel: UPD_TROWS rows) */
     long long boff;     /* its A rows in a pair's noise blob (-1: always hashed: the embedding, or N, K not multiples of 16) */
     long long arow, brow; /* its first rows in the stacked Lg, Rg */
     long long bspan;    /* a_span(r, N) */
@@ -203,22 +204,98 @@ __global__ void upd_operands4_kernel(int nmat, const UpdOpTab *ot, int E, int Kp
     }
 }
 
+/* upd_operands4_kernel's work in tiles of 128 operand rows x 128 columns (UPD_TROWS; the default, EGG_CUDA_OPS4=1: the
+ * 16-row blocks above), so that a pair's rows are read 128 bytes at a time and the operands written 128 at a time,
+ * where the 16-row blocks read 16 bytes of a pair's row apart and its 1024 columns spread a block's reads over 1024
+ * pairs' rows (at rank 4 the 16-row kernel moved its 3.7 GB at ~1.9 TB/s). Warp w takes rows 16 w .. 16 w + 15 of the
+ * tile (all A or all B where the blob is read: N is a multiple of 16), lane l columns 4 l .. 4 l + 3; the same words,
+ * signs and 4 x 4 byte transposes as upd_operands4_kernel; ot[].y1: a matrix's first tile row */
+#define UPD_TROWS 128
+template <int RR>
+__global__ void __launch_bounds__(256) upd_operands_t_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, int rr, const uint64_t *keys,
+                                                              const int *ek, const int8_t *es, const int8_t *noise, size_t pstride, int plo,
+                                                              int phi, int8_t *Lg, int8_t *Rg) {
+    const int r = RR > 0 ? RR : rr;
+    __shared__ __align__(16) uint32_t T[UPD_TROWS][32]; /* [row][four columns] */
+    const UpdOpTab t = ot[tab_last(nmat, (int)blockIdx.y, [&](int v) { return ot[v].y1; })];
+    const int N = t.N, r0 = ((int)blockIdx.y - t.y1) * UPD_TROWS, r1 = min(N + t.K, r0 + UPD_TROWS);
+    const int lane = (int)threadIdx.x & 31, rs = r0 + 16 * ((int)threadIdx.x >> 5); /* the warp's first row */
+    const bool isa = rs < N;
+    const int8_t *blob = noise && t.boff >= 0 && rs < r1 ? noise + t.boff + (isa ? (size_t)rs : (size_t)t.bspan + (size_t)(rs - N)) : NULL;
+    const uint64_t *kt = keys + (size_t)t.id * E;
+    uint32_t w[4][4]; /* [column][word: rows 4 g .. 4 g + 3 of the warp's 16] */
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const int col = (int)blockIdx.x * 128 + 4 * lane + u, e = col / r, j = col - e * r;
+        w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0;
+        if (e >= E || rs >= r1) continue;
+        const int p = ek[e], sg = es[e];
+        if (blob && p >= plo && p < phi) { /* 16 rows of rank j's A (B) row */
+            const uint4 v = __ldg((const uint4 *)(blob + (size_t)(p - plo) * pstride + (size_t)j * (isa ? N : t.K)));
+            w[u][0] = v.x; w[u][1] = v.y; w[u][2] = v.z; w[u][3] = v.w;
+            if (sg < 0 && isa)
+#pragma unroll
+                for (int g = 0; g < 4; g++) w[u][g] = neg4(w[u][g]);
+        } else {
+            uint64_t z = kt[e] + (uint64_t)(rs * r + j + 1) * EGG_GOLDEN; /* row `row` is noise index row r + j */
+            const uint64_t dz = (uint64_t)r * EGG_GOLDEN;
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                int v[4];
+#pragma unroll
+                for (int q = 0; q < 4; q++, z += dz) {
+                    const int row = rs + 4 * g + q, nv = egg_noise_at(z);
+                    v[q] = row < r1 ? (row < N ? sg * nv : nv) : 0;
+                }
+                w[u][g] = low_bytes4(v[0], v[1], v[2], v[3]);
+            }
+        }
+    }
+    const int tr = 16 * ((int)threadIdx.x >> 5);
+#pragma unroll
+    for (int g = 0; g < 4; g++) { /* rows 4 g .. 4 g + 3 of the four columns: a 4 x 4 byte transpose */
+        const uint32_t t0 = __byte_perm(w[0][g], w[1][g], 0x5140u), t1 = __byte_perm(w[2][g], w[3][g], 0x5140u);
+        const uint32_t t2 = __byte_perm(w[0][g], w[1][g], 0x7362u), t3 = __byte_perm(w[2][g], w[3][g], 0x7362u);
+        T[tr + 4 * g + 0][lane] = __byte_perm(t0, t1, 0x5410u);
+        T[tr + 4 * g + 1][lane] = __byte_perm(t0, t1, 0x7632u);
+        T[tr + 4 * g + 2][lane] = __byte_perm(t2, t3, 0x5410u);
+        T[tr + 4 * g + 3][lane] = __byte_perm(t2, t3, 0x7632u);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < UPD_TROWS * 8 / 256; k++) { /* 128 rows x 8 chunks of 16 bytes */
+        const int idx = k * 256 + (int)threadIdx.x, q = idx >> 3, c = (int)blockIdx.x * 128 + (idx & 7) * 16, row = r0 + q;
+        if (row < r1 && c < Kp)
+            *(uint4 *)((row < N ? Lg + (size_t)(t.arow + row) * Kp : Rg + (size_t)(t.brow + row - N) * Kp) + c) = *(const uint4 *)&T[q][(idx & 7) * 4];
+    }
+}
+
 #define UPD_VEC_E 32 /* entries per block of the update's vector kernel */
-/* a vector's votes: element i (< n) of the block's slice of UPD_VEC_E entries (blockIdx.x) added into Z[i] */
-__device__ __forceinline__ void upd_vec_votes(int E, int n, int i, const uint64_t *ekeys, const int8_t *es, int32_t *Z) {
+/* a vector's votes: element i (< n) of the block's slice of UPD_VEC_E entries (blockIdx.x) added into Z[i]. vb: NULL, or
+ * the vector's noise in the step's blob (pair p - plo's row, pstride apart): an own pair's two values are read there
+ * (blob[i], blob[n + i], as noise_kernel wrote them) instead of hashed */
+__device__ __forceinline__ void upd_vec_votes(int E, int n, int i, const uint64_t *ekeys, const int8_t *es, int32_t *Z, const int *ek = NULL,
+                                              const int8_t *vb = NULL, size_t pstride = 0, int plo = 0, int phi = 0) {
     const int e0 = blockIdx.x * UPD_VEC_E, e1 = min(E, e0 + UPD_VEC_E);
     __shared__ uint64_t keys[UPD_VEC_E]; /* the slice's keys, once per block */
     __shared__ int sgs[UPD_VEC_E];
+    __shared__ long long own[UPD_VEC_E]; /* an own pair's row in vb, else -1 */
     for (int q = threadIdx.x; q < e1 - e0; q += blockDim.x) {
         keys[q] = ekeys[e0 + q];
         sgs[q] = es[e0 + q];
+        const int p = vb ? ek[e0 + q] : -1;
+        own[q] = vb && p >= plo && p < phi ? (long long)(p - plo) * (long long)pstride : -1;
     }
     __syncthreads();
     if (i >= n) return;
     int32_t z = 0;
     for (int e = e0; e < e1; e++) {
-        const uint64_t key = keys[e - e0];
-        z += sgs[e - e0] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
+        const long long o = own[e - e0]; /* the same for the block's threads: no divergence */
+        if (o >= 0) z += sgs[e - e0] * (int)vb[o + i] * (int)vb[o + n + i];
+        else {
+            const uint64_t key = keys[e - e0];
+            z += sgs[e - e0] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
+        }
     }
     if (z) atomicAdd(&Z[i], z);
 }
@@ -230,13 +307,16 @@ __global__ void upd_vec_kernel(int E, int n, const uint64_t *ekeys, const int8_t
 
 /* every vector tensor's update in one launch (a launch per vector had taken ~28 us each, 25 of them a step at
  * EGG-256x6, mostly launch and tail): vt[v] = {its votes' offset in Z, its length, its first block row, its tensor
- * id}, ordered by block row; block row y belongs to the last v with vt[v].z <= y. Same sums as upd_vec_kernel */
+ * id}, ordered by block row; block row y belongs to the last v with vt[v].z <= y. Same sums as upd_vec_kernel.
+ * noise: NULL, or the step's blob, vector v's noise at + vnoff[v] in a pair's row (own pairs read, not hashed) */
 __global__ void upd_vecs_kernel(int E, int nv, const int4 *vt, const uint64_t *ukeys, const int8_t *es, int32_t *Z,
-                                const long long *zoff) { /* zoff: NULL, or vector v's votes at Z + zoff[v] (--update allreduce) */
+                                const long long *zoff, /* zoff: NULL, or vector v's votes at Z + zoff[v] (--update allreduce) */
+                                const int *ek, const int8_t *noise, const long long *vnoff, size_t pstride, int plo, int phi) {
     int v = 0;
     while (v + 1 < nv && vt[v + 1].z <= (int)blockIdx.y) v++;
     const int4 t = vt[v];
-    upd_vec_votes(E, t.y, ((int)blockIdx.y - t.z) * blockDim.x + threadIdx.x, ukeys + (size_t)t.w * E, es, Z + (zoff ? zoff[v] : t.x));
+    upd_vec_votes(E, t.y, ((int)blockIdx.y - t.z) * blockDim.x + threadIdx.x, ukeys + (size_t)t.w * E, es, Z + (zoff ? zoff[v] : t.x), ek,
+                  noise ? noise + vnoff[v] : NULL, pstride, plo, phi);
 }
 /* upd_apply_kernel over every vector tensor at once: element j of the concatenation (vector v from vt[v].x) is
  * parameter voff[v] + j - vt[v].x; its vote Z[j], or with zpar (--update allreduce: Z indexed as the parameters)
