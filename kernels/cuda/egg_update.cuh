@@ -144,96 +144,22 @@ __global__ void upd_operands_all_kernel(int nmat, const UpdOpTab *ot, int E, int
 }
 /* bytewise -x of four int8 lanes (SWAR subtraction from 0: no borrow crosses a byte) */
 __device__ __forceinline__ uint32_t neg4(uint32_t x) { return (0x80808080u - (x & 0x7f7f7f7fu)) ^ (~x & 0x80808080u); }
-/* upd_operands_all_kernel with four columns a thread (column c: entry c / r, rank c % r; RR > 0: r = RR, else rr): their
- * 16 rows each as four words (an own pair's from its blob, negated bytewise for A rows of sign -1; else hashed),
- * transposed by byte permutes into 16 words of four columns, stored to shared memory as words and written out 16 bytes
- * a thread (the one-column kernel's 16 byte stores to shared memory and per-byte sign were most of its instructions);
- * 1024 columns a block */
-template <int RR>
-__global__ void upd_operands4_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, int rr, const uint64_t *keys, const int *ek, const int8_t *es,
-                                     const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg) {
-    const int r = RR > 0 ? RR : rr;
-    __shared__ __align__(16) uint32_t T[UPD_ROWS][256];
-    const UpdOpTab t = ot[tab_last(nmat, (int)blockIdx.y, [&](int v) { return ot[v].y0; })];
-    const int r0 = ((int)blockIdx.y - t.y0) * UPD_ROWS, N = t.N, r1 = min(N + t.K, r0 + UPD_ROWS);
-    const int8_t *blob = noise && t.boff >= 0 ? noise + t.boff + (r0 < N ? (size_t)r0 : (size_t)t.bspan + (size_t)(r0 - N)) : NULL;
-    const uint64_t *kt = keys + (size_t)t.id * E;
-    uint32_t w[4][4]; /* [column][word: rows 4 g .. 4 g + 3] */
+/* the update operands' words of four columns (entry e = col / r, rank j = col % r, col = col0 .. col0 + 3) over 16 rows
+ * from rs (< r1), w[u][g] rows 4 g .. 4 g + 3 of column u: an own pair's from its blob row (blob: the rows' start in a
+ * pair's row, or NULL; rs .. rs + 15 all A or all B, as N and K are multiples of 16 where it is read), negated bytewise
+ * in A rows of sign -1; else hashed. Zero where e >= E */
+__device__ __forceinline__ void upd_words16(int col0, int r, int E, const int *ek, const int8_t *es, const uint64_t *kt, const int8_t *blob,
+                                            size_t pstride, int plo, int phi, int rs, int r1, int N, int K, uint32_t (&w)[4][4]) {
 #pragma unroll
     for (int u = 0; u < 4; u++) {
-        const int col = 4 * ((int)blockIdx.x * blockDim.x + (int)threadIdx.x) + u, e = col / r, j = col - e * r;
+        const int col = col0 + u, e = col / r, j = col - e * r;
         w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0;
         if (e >= E) continue;
         const int p = ek[e], sg = es[e];
-        if (blob && p >= plo && p < phi) { /* N, K multiples of 16: the block is all A or all B (rank j's rows j N, j K on) */
-            const uint4 v = __ldg((const uint4 *)(blob + (size_t)(p - plo) * pstride + (size_t)j * (r0 < N ? N : t.K)));
+        if (blob && p >= plo && p < phi) { /* rank j's rows j N (j K) on */
+            const uint4 v = __ldg((const uint4 *)(blob + (size_t)(p - plo) * pstride + (size_t)j * (rs < N ? N : K)));
             w[u][0] = v.x; w[u][1] = v.y; w[u][2] = v.z; w[u][3] = v.w;
-            if (sg < 0 && r0 < N)
-#pragma unroll
-                for (int g = 0; g < 4; g++) w[u][g] = neg4(w[u][g]);
-        } else {
-            uint64_t z = kt[e] + (uint64_t)(r0 * r + j + 1) * EGG_GOLDEN; /* row `row` is noise index row r + j */
-            const uint64_t dz = (uint64_t)r * EGG_GOLDEN;
-#pragma unroll
-            for (int g = 0; g < 4; g++) {
-                int v[4];
-#pragma unroll
-                for (int q = 0; q < 4; q++, z += dz) {
-                    const int row = r0 + 4 * g + q, nv = egg_noise_at(z);
-                    v[q] = row < r1 ? (row < N ? sg * nv : nv) : 0;
-                }
-                w[u][g] = low_bytes4(v[0], v[1], v[2], v[3]);
-            }
-        }
-    }
-#pragma unroll
-    for (int g = 0; g < 4; g++) { /* rows 4 g .. 4 g + 3 of the four columns: a 4 x 4 byte transpose */
-        const uint32_t t0 = __byte_perm(w[0][g], w[1][g], 0x5140u), t1 = __byte_perm(w[2][g], w[3][g], 0x5140u);
-        const uint32_t t2 = __byte_perm(w[0][g], w[1][g], 0x7362u), t3 = __byte_perm(w[2][g], w[3][g], 0x7362u);
-        T[4 * g + 0][threadIdx.x] = __byte_perm(t0, t1, 0x5410u);
-        T[4 * g + 1][threadIdx.x] = __byte_perm(t0, t1, 0x7632u);
-        T[4 * g + 2][threadIdx.x] = __byte_perm(t2, t3, 0x5410u);
-        T[4 * g + 3][threadIdx.x] = __byte_perm(t2, t3, 0x7632u);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < 4; k++) { /* 16 rows x 64 chunks of 16 bytes */
-        const int idx = k * (int)blockDim.x + (int)threadIdx.x, q = idx >> 6, c = (int)blockIdx.x * 1024 + (idx & 63) * 16, row = r0 + q;
-        if (row < r1 && c < Kp)
-            *(uint4 *)((row < N ? Lg + (size_t)(t.arow + row) * Kp : Rg + (size_t)(t.brow + row - N) * Kp) + c) = *(const uint4 *)&T[q][(idx & 63) * 4];
-    }
-}
-
-/* upd_operands4_kernel's work in tiles of 128 operand rows x 128 columns (UPD_TROWS; the default, EGG_CUDA_OPS4=1: the
- * 16-row blocks above), so that a pair's rows are read 128 bytes at a time and the operands written 128 at a time,
- * where the 16-row blocks read 16 bytes of a pair's row apart and its 1024 columns spread a block's reads over 1024
- * pairs' rows (at rank 4 the 16-row kernel moved its 3.7 GB at ~1.9 TB/s). Warp w takes rows 16 w .. 16 w + 15 of the
- * tile (all A or all B where the blob is read: N is a multiple of 16), lane l columns 4 l .. 4 l + 3; the same words,
- * signs and 4 x 4 byte transposes as upd_operands4_kernel; ot[].y1: a matrix's first tile row */
-#define UPD_TROWS 128
-template <int RR>
-__global__ void __launch_bounds__(256) upd_operands_t_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, int rr, const uint64_t *keys,
-                                                              const int *ek, const int8_t *es, const int8_t *noise, size_t pstride, int plo,
-                                                              int phi, int8_t *Lg, int8_t *Rg) {
-    const int r = RR > 0 ? RR : rr;
-    __shared__ __align__(16) uint32_t T[UPD_TROWS][32]; /* [row][four columns] */
-    const UpdOpTab t = ot[tab_last(nmat, (int)blockIdx.y, [&](int v) { return ot[v].y1; })];
-    const int N = t.N, r0 = ((int)blockIdx.y - t.y1) * UPD_TROWS, r1 = min(N + t.K, r0 + UPD_TROWS);
-    const int lane = (int)threadIdx.x & 31, rs = r0 + 16 * ((int)threadIdx.x >> 5); /* the warp's first row */
-    const bool isa = rs < N;
-    const int8_t *blob = noise && t.boff >= 0 && rs < r1 ? noise + t.boff + (isa ? (size_t)rs : (size_t)t.bspan + (size_t)(rs - N)) : NULL;
-    const uint64_t *kt = keys + (size_t)t.id * E;
-    uint32_t w[4][4]; /* [column][word: rows 4 g .. 4 g + 3 of the warp's 16] */
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-        const int col = (int)blockIdx.x * 128 + 4 * lane + u, e = col / r, j = col - e * r;
-        w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0;
-        if (e >= E || rs >= r1) continue;
-        const int p = ek[e], sg = es[e];
-        if (blob && p >= plo && p < phi) { /* 16 rows of rank j's A (B) row */
-            const uint4 v = __ldg((const uint4 *)(blob + (size_t)(p - plo) * pstride + (size_t)j * (isa ? N : t.K)));
-            w[u][0] = v.x; w[u][1] = v.y; w[u][2] = v.z; w[u][3] = v.w;
-            if (sg < 0 && isa)
+            if (sg < 0 && rs < N)
 #pragma unroll
                 for (int g = 0; g < 4; g++) w[u][g] = neg4(w[u][g]);
         } else {
@@ -251,16 +177,69 @@ __global__ void __launch_bounds__(256) upd_operands_t_kernel(int nmat, const Upd
             }
         }
     }
-    const int tr = 16 * ((int)threadIdx.x >> 5);
+}
+/* those words as the 16 rows' words of the four columns (4 x 4 byte transposes): row q at T[q * ld] */
+__device__ __forceinline__ void upd_transpose16(const uint32_t (&w)[4][4], uint32_t *T, int ld) {
 #pragma unroll
-    for (int g = 0; g < 4; g++) { /* rows 4 g .. 4 g + 3 of the four columns: a 4 x 4 byte transpose */
+    for (int g = 0; g < 4; g++) { /* rows 4 g .. 4 g + 3 */
         const uint32_t t0 = __byte_perm(w[0][g], w[1][g], 0x5140u), t1 = __byte_perm(w[2][g], w[3][g], 0x5140u);
         const uint32_t t2 = __byte_perm(w[0][g], w[1][g], 0x7362u), t3 = __byte_perm(w[2][g], w[3][g], 0x7362u);
-        T[tr + 4 * g + 0][lane] = __byte_perm(t0, t1, 0x5410u);
-        T[tr + 4 * g + 1][lane] = __byte_perm(t0, t1, 0x7632u);
-        T[tr + 4 * g + 2][lane] = __byte_perm(t2, t3, 0x5410u);
-        T[tr + 4 * g + 3][lane] = __byte_perm(t2, t3, 0x7632u);
+        T[(4 * g + 0) * ld] = __byte_perm(t0, t1, 0x5410u);
+        T[(4 * g + 1) * ld] = __byte_perm(t0, t1, 0x7632u);
+        T[(4 * g + 2) * ld] = __byte_perm(t2, t3, 0x5410u);
+        T[(4 * g + 3) * ld] = __byte_perm(t2, t3, 0x7632u);
     }
+}
+/* upd_operands_all_kernel with four columns a thread (column c: entry c / r, rank c % r; RR > 0: r = RR, else rr): their
+ * 16 rows each as four words (an own pair's from its blob, negated bytewise for A rows of sign -1; else hashed),
+ * transposed by byte permutes into 16 words of four columns, stored to shared memory as words and written out 16 bytes
+ * a thread (the one-column kernel's 16 byte stores to shared memory and per-byte sign were most of its instructions);
+ * 1024 columns a block */
+template <int RR>
+__global__ void upd_operands4_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, int rr, const uint64_t *keys, const int *ek, const int8_t *es,
+                                     const int8_t *noise, size_t pstride, int plo, int phi, int8_t *Lg, int8_t *Rg) {
+    const int r = RR > 0 ? RR : rr;
+    __shared__ __align__(16) uint32_t T[UPD_ROWS][256];
+    const UpdOpTab t = ot[tab_last(nmat, (int)blockIdx.y, [&](int v) { return ot[v].y0; })];
+    const int r0 = ((int)blockIdx.y - t.y0) * UPD_ROWS, N = t.N, r1 = min(N + t.K, r0 + UPD_ROWS);
+    const int8_t *blob = noise && t.boff >= 0 ? noise + t.boff + (r0 < N ? (size_t)r0 : (size_t)t.bspan + (size_t)(r0 - N)) : NULL;
+    const uint64_t *kt = keys + (size_t)t.id * E;
+    uint32_t w[4][4]; /* [column][word: rows 4 g .. 4 g + 3] */
+    upd_words16(4 * ((int)blockIdx.x * blockDim.x + (int)threadIdx.x), r, E, ek, es, kt, blob, pstride, plo, phi, r0, r1, N, t.K, w);
+    upd_transpose16(w, &T[0][threadIdx.x], 256);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* 16 rows x 64 chunks of 16 bytes */
+        const int idx = k * (int)blockDim.x + (int)threadIdx.x, q = idx >> 6, c = (int)blockIdx.x * 1024 + (idx & 63) * 16, row = r0 + q;
+        if (row < r1 && c < Kp)
+            *(uint4 *)((row < N ? Lg + (size_t)(t.arow + row) * Kp : Rg + (size_t)(t.brow + row - N) * Kp) + c) = *(const uint4 *)&T[q][(idx & 63) * 4];
+    }
+}
+
+/* upd_operands4_kernel's work in tiles of 128 operand rows x 128 columns (UPD_TROWS; the default, EGG_CUDA_OPS4=1: the
+ * 16-row blocks above), so that a pair's rows are read 128 bytes at a time and the operands written 128 at a time,
+ * where the 16-row blocks read 16 bytes of a pair's row apart and its 1024 columns spread a block's reads over 1024
+ * pairs' rows (at rank 4 the 16-row kernel moved its 3.7 GB at ~1.9 TB/s). Warp w takes rows 16 w .. 16 w + 15 of the
+ * tile (all A or all B where the blob is read: N is a multiple of 16), lane l columns 4 l .. 4 l + 3, with
+ * upd_operands4_kernel's words and transposes (upd_words16, upd_transpose16); ot[].y1: a matrix's first tile row */
+#define UPD_TROWS 128
+template <int RR>
+__global__ void __launch_bounds__(256) upd_operands_t_kernel(int nmat, const UpdOpTab *ot, int E, int Kp, int rr, const uint64_t *keys,
+                                                              const int *ek, const int8_t *es, const int8_t *noise, size_t pstride, int plo,
+                                                              int phi, int8_t *Lg, int8_t *Rg) {
+    const int r = RR > 0 ? RR : rr;
+    __shared__ __align__(16) uint32_t T[UPD_TROWS][32]; /* [row][four columns] */
+    const UpdOpTab t = ot[tab_last(nmat, (int)blockIdx.y, [&](int v) { return ot[v].y1; })];
+    const int N = t.N, r0 = ((int)blockIdx.y - t.y1) * UPD_TROWS, r1 = min(N + t.K, r0 + UPD_TROWS);
+    const int lane = (int)threadIdx.x & 31, rs = r0 + 16 * ((int)threadIdx.x >> 5); /* the warp's first row */
+    const int8_t *blob = noise && t.boff >= 0 && rs < r1 ? noise + t.boff + (rs < N ? (size_t)rs : (size_t)t.bspan + (size_t)(rs - N)) : NULL;
+    const uint64_t *kt = keys + (size_t)t.id * E;
+    uint32_t w[4][4]; /* [column][word: rows 4 g .. 4 g + 3 of the warp's 16] */
+    if (rs < r1) upd_words16((int)blockIdx.x * 128 + 4 * lane, r, E, ek, es, kt, blob, pstride, plo, phi, rs, r1, N, t.K, w);
+    else
+#pragma unroll
+        for (int u = 0; u < 4; u++) w[u][0] = w[u][1] = w[u][2] = w[u][3] = 0;
+    upd_transpose16(w, &T[16 * ((int)threadIdx.x >> 5)][lane], 32);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < UPD_TROWS * 8 / 256; k++) { /* 128 rows x 8 chunks of 16 bytes */
