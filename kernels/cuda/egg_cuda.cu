@@ -318,8 +318,10 @@ static PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder(void) {
 #endif
 #include "cuda/egg_forward.cuh"
 
+/* the noise blob holds this (seed, epoch)'s noise: gen_noise skips it, and the update reads the rank's own pairs there */
+static bool noise_holds(const CudaImpl *c, uint64_t seed, uint32_t epoch) { return c->noise_valid && c->seed == seed && c->noise_epoch == epoch; }
 static int gen_noise(CudaImpl *c, uint64_t seed, uint32_t epoch, egg_err *err) {
-    if (c->noise_valid && c->seed == seed && c->noise_epoch == epoch) return 0;
+    if (noise_holds(c, seed, epoch)) return 0;
     const egg_model *m = c->m;
     int np = (c->m1 - c->m0) / 2;
     if (np <= 0) return 0;
@@ -476,7 +478,7 @@ static int upd_operands(CudaImpl *c, int id, int E, int Kp, uint64_t seed, uint3
     const egg_tensor *t = &c->m->t[id];
     const int N = t->rows, K = t->cols;
     const dim3 g((unsigned)((Kp + 255) / 256), (unsigned)((N + K + UPD_ROWS - 1) / UPD_ROWS));
-    const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch && id != EGG_T_EMB && N % 16 == 0 && K % 16 == 0;
+    const bool blob = noise_holds(c, seed, epoch) && id != EGG_T_EMB && N % 16 == 0 && K % 16 == 0;
     upd_operands_kernel<<<g, 256, 0, c->st>>>(E, Kp, N, K, c->r, c->ukeys + (size_t)id * E, c->ek, c->es, blob ? c->noise + c->noff[id] : NULL,
                                               c->pstride, a_span(c->r, N), c->m0 / 2, c->m1 / 2, Lm, Rm);
     CKL();
@@ -611,7 +613,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     bool vfork = false;
     /* every vector tensor's votes in one launch, on stream s (beside the matrices' work where vfork) */
     auto vec_votes = [&](cudaStream_t s) {
-        const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch && c->vnoff; /* own pairs from the blob */
+        const bool blob = noise_holds(c, seed, epoch) && c->vnoff; /* own pairs from the blob */
         upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, s>>>(
             E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL, c->ek, blob ? c->noise : NULL, c->vnoff, c->pstride,
             c->m0 / 2, c->m1 / 2);
@@ -668,7 +670,7 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
             if (rc) return rc;
         }
         if (c->oyb > 0) {
-            const bool blob = c->noise_valid && c->seed == seed && c->noise_epoch == epoch;
+            const bool blob = noise_holds(c, seed, epoch);
             const dim3 g4((unsigned)((Kp + 1023) / 1024), (unsigned)c->oyb);
             const dim3 gt((unsigned)((Kp + 127) / 128), (unsigned)c->oyt);
             if (r == 1 && c->ops4 == 2)
