@@ -74,7 +74,8 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # and down as two GEMMs). --update allreduce votes into one array of every parameter and applies it once summed
 # (nothing to sum on one rank; two ranks sharing this GPU below sum it by MPI through the host). The noise
 # kernel writes 16 values a thread where the shapes allow (EGG_CUDA_NOISEW=0: 4 at rank 1, 1 at rank 2-4; a
-# vocabulary of 301 takes 4 for the head at rank 1, 1 at rank 2-4). The update operands take tiles of 128 rows x 128 columns, four columns a thread (EGG_CUDA_OPS4=1: 16-row blocks, as before v145; 0: one column a thread). The
+# vocabulary of 301 takes 4 for the head at rank 1, 1 at rank 2-4). The update operands take tiles of 128 rows x 128 columns, four columns a thread (EGG_CUDA_OPS4=1: 16-row blocks, as before v145; 0: one column a thread); the threshold steps
+# four parameters a thread (EGG_CUDA_MAPPLY4=0: one). Each config also compares the share of parameters each step changed. The
 # embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch). The PLAIN GEMMs
 # with K = 384 and 512 (Wf, Wh, up, head at hidden 384 and 512) take whole row blocks too, one X buffer a CTA
 # (EGG_CUDA_MMX512=0: mmw_kernel, at rank 2-4 mm_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer. Down (RESID) with N a multiple of 256
@@ -155,6 +156,13 @@ configs=(
   "h96-r3-update-operands-a-column-a-thread|--hidden 96 --layers 2 --rank 3 --pop 130 --seq 6|EGG_CUDA_OPS4=0"
   "h256-r1-update-operands-16-row-blocks|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6|EGG_CUDA_OPS4=1"
   "h96-r4-update-operands-16-row-blocks|--hidden 96 --layers 2 --rank 4 --pop 130 --seq 6|EGG_CUDA_OPS4=1"
+  # the threshold steps: four parameters a thread (upd_mapply4_kernel) by default, one (EGG_CUDA_MAPPLY4=0); about half
+  # the parameters stepping (--alpha 0.5), or 0.2% (--threshold 50: words with one byte changed), and with --update allreduce
+  "h256-r1-threshold-steps-half|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6 --alpha 0.5"
+  "h128-r2-threshold-steps-few|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6 --threshold 50"
+  "h256-r1-threshold-steps-a-parameter-a-thread|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6 --alpha 0.5|EGG_CUDA_MAPPLY4=0"
+  "h96-r3-allreduce-threshold-steps-a-parameter-a-thread|--hidden 96 --layers 2 --rank 3 --pop 130 --seq 6 --update allreduce --alpha 0.5|EGG_CUDA_MAPPLY4=0"
+  "h96-r3-allreduce-threshold-steps-few|--hidden 96 --layers 2 --rank 3 --pop 130 --seq 6 --update allreduce --threshold 50"
   "h128-r1-ln1-own-launch|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6|EGG_CUDA_EMBLN=0"
   "h256-r4-sigma0-embedding-pert-shift-4|--hidden 256 --layers 1 --rank 4 --pop 130 --seq 6 --sigma-shift 0"
   "h256-r1-sigma14-embedding-pert-shift-18|--hidden 256 --layers 1 --rank 1 --pop 130 --seq 6 --sigma-shift 14"
@@ -446,6 +454,10 @@ print('len %d vs %d, %d differ, first at %s: cpu %s gpu %s' % (len(x),len(y),len
     l1=$(grep -a '^egg: done' "$T/o_cpu"); l2=$(grep -a '^egg: done' "$T/o_gpu")
     c1=$(echo "$l1" | sed 's/.*checksum=\([0-9a-f]*\).*/\1/'); c2=$(echo "$l2" | sed 's/.*checksum=\([0-9a-f]*\).*/\1/')
     [ -n "$c1" ] && [ "$c1" = "$c2" ] && ok "$gb-$name-weights" || bad "$gb-$name-weights" "checksum cpu=$c1 $gb=$c2"
+    # the share of parameters each step moved (the threshold steps' count of changed weights)
+    g1=$(grep -a '^step ' "$T/o_cpu" | sed -n 's/.* changed \([0-9.]*%\).*/\1/p' | tr '\n' ' ')
+    g2=$(grep -a '^step ' "$T/o_gpu" | sed -n 's/.* changed \([0-9.]*%\).*/\1/p' | tr '\n' ' ')
+    [ -n "$g1" ] && [ "$g1" = "$g2" ] && ok "$gb-$name-changed" || bad "$gb-$name-changed" "changed per step cpu='$g1' $gb='$g2'"
     v1=$(echo "$l1" | sed 's/.*val_bpb=\([^ ]*\).*/\1/'); v2=$(echo "$l2" | sed 's/.*val_bpb=\([^ ]*\).*/\1/')
     [ -n "$v1" ] && [ "$v1" = "$v2" ] && ok "$gb-$name-val" || bad "$gb-$name-val" "val cpu=$v1 $gb=$v2"
     if diff <(grep -a '^egg: sample' "$T/o_cpu") <(grep -a '^egg: sample' "$T/o_gpu") >/dev/null; then ok "$gb-$name-sample"

@@ -166,6 +166,8 @@ struct CudaImpl {
                                        blocks (-1: more than grid y takes) */
     int4 *mtab; long long *mzoff; int nmat, mblocks; /* upd_mapply_kernel's table (built at the first update), its votes'
                                                         offsets in Zg and, after them, in Zall (the parameters') */
+    int mapply4;              /* the threshold steps four parameters a thread (upd_mapply4_kernel) where every matrix's columns
+                               * and offsets allow (EGG_CUDA_MAPPLY4=0: upd_mapply_kernel; set when the table is built) */
     /* --update allreduce: every parameter's votes, indexed as the parameters (summed over the ranks before the
      * threshold); the matrices' offsets in it for the grouped GEMM (gzoffp); a host copy where no NCCL sums them */
     int32_t *Zall; long long *gzoffp; int32_t *zhost; /* zhost page-locked (NULL until needed) */
@@ -500,6 +502,13 @@ static int upd_mapply(CudaImpl *c, int32_t *Z, bool zpar, long long thr, egg_err
     if (!c->mtab) {
         std::vector<int4> mt;
         std::vector<long long> mz, mp;
+        const char *e4 = getenv("EGG_CUDA_MAPPLY4");
+        c->mapply4 = !(e4 && atoi(e4) == 0);
+        for (int id = 0; id < m->ntensors; id++) { /* four a thread: whole words in one row, 16-byte vote loads */
+            const egg_tensor *t = &m->t[id];
+            if (t->kind != EGG_T_VEC && (t->cols % 4 || t->off % 4 || (c->gZ.size() == (size_t)m->ntensors && c->gZ[id] % 4))) c->mapply4 = 0;
+        }
+        const size_t per = c->mapply4 ? 1024 : 256; /* parameters a block */
         int b = 0;
         for (int id = 0; id < m->ntensors; id++) {
             const egg_tensor *t = &m->t[id];
@@ -507,7 +516,7 @@ static int upd_mapply(CudaImpl *c, int32_t *Z, bool zpar, long long thr, egg_err
             mt.push_back(make_int4(b, t->rows, t->cols, (c->wperm && c->wp_ok[id] ? 1 : 0) | (wpu_of(c, id) ? 2 : 0)));
             mz.push_back(c->gZ.size() == (size_t)m->ntensors ? c->gZ[id] : 0);
             mp.push_back((long long)t->off);
-            b += (int)((t->size + 255) / 256);
+            b += (int)((t->size + per - 1) / per);
         }
         c->nmat = (int)mt.size(); c->mblocks = b;
         if (!c->nmat) return 0;
@@ -517,8 +526,12 @@ static int upd_mapply(CudaImpl *c, int32_t *Z, bool zpar, long long thr, egg_err
         CK(cudaMemcpy(c->mtab, mt.data(), sizeof(int4) * mt.size(), cudaMemcpyHostToDevice));
         CK(cudaMemcpy(c->mzoff, mz.data(), sizeof(long long) * mz.size(), cudaMemcpyHostToDevice));
     }
-    upd_mapply_kernel<<<(unsigned)c->mblocks, 256, 0, c->st>>>(c->nmat, c->mtab, zpar ? c->mzoff + c->nmat : c->mzoff, c->mzoff + c->nmat, Z, thr,
-                                                              c->params, c->wperm, c->wpu, c->changed);
+    if (c->mapply4)
+        upd_mapply4_kernel<<<(unsigned)c->mblocks, 256, 0, c->st>>>(c->nmat, c->mtab, zpar ? c->mzoff + c->nmat : c->mzoff, c->mzoff + c->nmat, Z,
+                                                                   thr, c->params, c->wperm, c->wpu, c->changed);
+    else
+        upd_mapply_kernel<<<(unsigned)c->mblocks, 256, 0, c->st>>>(c->nmat, c->mtab, zpar ? c->mzoff + c->nmat : c->mzoff, c->mzoff + c->nmat, Z,
+                                                                  thr, c->params, c->wperm, c->wpu, c->changed);
     CKL();
     return 0;
 }
