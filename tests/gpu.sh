@@ -75,7 +75,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # (nothing to sum on one rank; two ranks sharing this GPU below sum it by MPI through the host). The noise
 # kernel writes 16 values a thread where the shapes allow (EGG_CUDA_NOISEW=0: 4 at rank 1, 1 at rank 2-4; a
 # vocabulary of 301 takes 4 for the head at rank 1, 1 at rank 2-4). The update operands take tiles of 128 rows x 128 columns, four columns a thread (EGG_CUDA_OPS4=1: 16-row blocks, as before v145; 0: one column a thread); the threshold steps
-# four parameters a thread (EGG_CUDA_MAPPLY4=0: one). Each config also compares the share of parameters each step changed. The
+# four parameters a thread (EGG_CUDA_MAPPLY4=0: one), the vector tensors' votes four elements a thread (EGG_CUDA_VEC4=0: one). Each config also compares the share of parameters each step changed. The
 # embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch). The PLAIN GEMMs
 # with K = 384 and 512 (Wf, Wh, up, head at hidden 384 and 512) take whole row blocks too, one X buffer a CTA
 # (EGG_CUDA_MMX512=0: mmw_kernel, at rank 2-4 mm_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer. Down (RESID) with N a multiple of 256
@@ -162,6 +162,9 @@ configs=(
   "h128-r2-threshold-steps-few|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6 --threshold 50"
   "h256-r1-threshold-steps-a-parameter-a-thread|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6 --alpha 0.5|EGG_CUDA_MAPPLY4=0"
   "h96-r3-allreduce-threshold-steps-a-parameter-a-thread|--hidden 96 --layers 2 --rank 3 --pop 130 --seq 6 --update allreduce --alpha 0.5|EGG_CUDA_MAPPLY4=0"
+  # the vector tensors' votes four elements a thread by default (upd_vecs_kernel<4>), one (EGG_CUDA_VEC4=0)
+  "h160-r2-vector-votes-an-element-a-thread|--hidden 160 --layers 2 --rank 2 --pop 130 --seq 6|EGG_CUDA_VEC4=0"
+  "h96-r3-allreduce-vector-votes-an-element-a-thread|--hidden 96 --layers 2 --rank 3 --pop 130 --seq 6 --update allreduce --alpha 0.5|EGG_CUDA_VEC4=0"
   "h96-r3-allreduce-threshold-steps-few|--hidden 96 --layers 2 --rank 3 --pop 130 --seq 6 --update allreduce --threshold 50"
   "h128-r1-ln1-own-launch|--hidden 128 --layers 2 --rank 1 --pop 264 --seq 6|EGG_CUDA_EMBLN=0"
   "h256-r4-sigma0-embedding-pert-shift-4|--hidden 256 --layers 1 --rank 4 --pop 130 --seq 6 --sigma-shift 0"
@@ -424,7 +427,7 @@ for gb in $gpus; do
         python3 tools/ncu_bytes.py --names "$T/nvtx_$rg" 2>/dev/null | sed 's/^void //; s/<.*//' | tr '\n' ' ' >"$T/nvtx_$rg.k"
       done
       ks=$(cat "$T/nvtx_step.k"); kv=$(cat "$T/nvtx_validate.k")
-      if [[ " $ks " == *" noise_kernel "* && " $ks " == *" upd_mapply_kernel "* && -n "$kv" && " $kv " != *" noise_kernel "* && " $kv " != *" upd_"* ]]; then
+      if [[ " $ks " == *" noise_kernel "* && " $ks " == *" upd_mapply"* && -n "$kv" && " $kv " != *" noise_kernel "* && " $kv " != *" upd_"* ]]; then
         ok cuda-nvtx-ranges
       else bad cuda-nvtx-ranges "step: $(echo $ks | wc -w) launches ($(echo $ks | tr ' ' '\n' | sort -u | tr '\n' ' ')); validate: $(echo $kv | wc -w) ($(echo $kv | tr ' ' '\n' | sort -u | tr '\n' ' ')); $(grep -m1 -i error "$T/nvtx_step")"; fi
     fi

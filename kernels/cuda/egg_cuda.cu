@@ -235,6 +235,8 @@ struct CudaImpl {
     longlong2 *lnpo;          /* lnpert_kernel's table: each perturbed vector's parameter and noise offsets */
     int4 *vtab; long long *voff; /* upd_vecs_kernel's table and their parameter offsets (NULL: a launch per vector) */
     long long *vnoff;         /* their noise's offsets in a pair's blob (upd_vecs_kernel reads an own pair's there) */
+    int4 *vtab4; int vyb4;    /* upd_vecs_kernel<4>'s table (block rows of VEC4_THREADS * 4 elements) and its block rows; NULL where
+                               * a vector's length or offsets are not multiples of 4, or EGG_CUDA_VEC4=0 */
     void *pinned_params;      /* the host model's parameters, page-locked for the update's copy back (NULL: pageable) */
     uint64_t seed; uint32_t noise_epoch; int noise_valid;
     int upd_pending;          /* a train eval ran and its update has not: the noise blob is still to be read */
@@ -627,9 +629,14 @@ static int cuda_update(egg_backend *be, egg_model *m, uint64_t seed, uint32_t ep
     /* every vector tensor's votes in one launch, on stream s (beside the matrices' work where vfork) */
     auto vec_votes = [&](cudaStream_t s) {
         const bool blob = noise_holds(c, seed, epoch) && c->vnoff; /* own pairs from the blob */
-        upd_vecs_kernel<<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, s>>>(
-            E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL, c->ek, blob ? c->noise : NULL, c->vnoff, c->pstride,
-            c->m0 / 2, c->m1 / 2);
+        if (c->vtab4)
+            upd_vecs_kernel<4><<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb4), VEC4_THREADS, 0, s>>>(
+                E, c->nvec, c->vtab4, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL, c->ek, blob ? c->noise : NULL, c->vnoff,
+                c->pstride, c->m0 / 2, c->m1 / 2);
+        else
+            upd_vecs_kernel<1><<<dim3((unsigned)((E + UPD_VEC_E - 1) / UPD_VEC_E), (unsigned)c->vyb), 128, 0, s>>>(
+                E, c->nvec, c->vtab, c->ukeys, c->es, ar ? c->Zall : c->Z, ar ? c->voff : NULL, c->ek, blob ? c->noise : NULL, c->vnoff,
+                c->pstride, c->m0 / 2, c->m1 / 2);
         return cudaGetLastError();
     };
 #ifdef EGG_MMP
@@ -978,7 +985,7 @@ static void cuda_destroy(egg_backend *be) {
     cudaFree(c->seedep);
     cudaStreamDestroy(c->st);
     if (c->cs) cudaStreamDestroy(c->cs);
-    cudaFree(c->vtab); cudaFree(c->voff); cudaFree(c->vnoff); cudaFree(c->ntab); cudaFree(c->lnpo);
+    cudaFree(c->vtab); cudaFree(c->vtab4); cudaFree(c->voff); cudaFree(c->vnoff); cudaFree(c->ntab); cudaFree(c->lnpo);
     if (c->pinned_params) cudaHostUnregister(c->pinned_params);
     if (c->up) cudaEventDestroy(c->up);
     for (int i = 0; i < EGG_PARTS_MAX; i++)
@@ -1170,17 +1177,22 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         for (int id = 0; id < m->ntensors; id++) if (m->t[id].size > zmax) zmax = m->t[id].size;
         /* the vector tensors' update in one launch (EGG_CUDA_UGROUP=0: a launch per vector, as per matrix) */
         const char *eg = getenv("EGG_CUDA_UGROUP");
-        std::vector<int4> vt;
+        std::vector<int4> vt, vt4;
         std::vector<long long> vo, vn;
-        int zo = 0, yb = 0;
+        int zo = 0, yb = 0, yb4 = 0;
+        const char *ev4 = getenv("EGG_CUDA_VEC4");
+        bool v4 = !(ev4 && atoi(ev4) == 0) && c->pstride % 4 == 0; /* upd_vecs_kernel<4>: word loads and word-aligned votes */
         for (int id = 0; id < m->ntensors && !(eg && atoi(eg) == 0); id++) {
             const egg_tensor *t = &m->t[id];
             if (t->kind != EGG_T_VEC) continue;
+            if (t->rows % 4 || t->off % 4 || c->noff[id] % 4) v4 = false;
             vt.push_back(make_int4(zo, t->rows, yb, id));
+            vt4.push_back(make_int4(zo, t->rows, yb4, id));
             vo.push_back((long long)t->off);
             vn.push_back((long long)c->noff[id]);
             zo += t->rows;
             yb += (t->rows + 127) / 128;
+            yb4 += (t->rows + 4 * VEC4_THREADS - 1) / (4 * VEC4_THREADS);
         }
         if (!vt.empty()) {
             if ((size_t)zo > zmax) zmax = (size_t)zo;
@@ -1191,6 +1203,11 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             CK(cudaMalloc(&c->vnoff, sizeof(long long) * vn.size()));
             CK(cudaMemcpy(c->vnoff, vn.data(), sizeof(long long) * vn.size(), cudaMemcpyHostToDevice));
             c->nvec = (int)vt.size(); c->vtot = zo; c->vyb = yb;
+            if (v4) {
+                CK(cudaMalloc(&c->vtab4, sizeof(int4) * vt4.size()));
+                CK(cudaMemcpy(c->vtab4, vt4.data(), sizeof(int4) * vt4.size(), cudaMemcpyHostToDevice));
+                c->vyb4 = yb4;
+            }
         }
         CK(cudaMalloc(&c->Z, sizeof(int32_t) * zmax));
         CK(cudaMemset(c->Z, 0, sizeof(int32_t) * zmax));

@@ -301,9 +301,13 @@ __global__ void __launch_bounds__(256) upd_operands_t_kernel(int nmat, const Upd
 }
 
 #define UPD_VEC_E 32 /* entries per block of the update's vector kernel */
-/* a vector's votes: element i (< n) of the block's slice of UPD_VEC_E entries (blockIdx.x) added into Z[i]. vb: NULL, or
- * the vector's noise in the step's blob (pair p - plo's row, pstride apart): an own pair's two values are read there
- * (blob[i], blob[n + i], as noise_kernel wrote them) instead of hashed */
+#define VEC4_THREADS 64 /* upd_vecs_kernel<4>'s threads a block: 256 elements a block row, a vector at hidden 256 */
+/* a vector's votes: elements i .. i + V - 1 (< n) of the block's slice of UPD_VEC_E entries (blockIdx.x) added into Z. vb:
+ * NULL, or the vector's noise in the step's blob (pair p - plo's row, pstride apart): an own pair's two values are read
+ * there (blob[i], blob[n + i], as noise_kernel wrote them) instead of hashed. V = 4 (upd_vecs_kernel<4>, since v147): an
+ * own pair's four values of each as one word (blob rows, vector offsets and lengths multiples of 4), where a byte load an
+ * element and value took 202 us a step at EGG-256x6 (ncu, H200; 141 with words) */
+template <int V = 1>
 __device__ __forceinline__ void upd_vec_votes(int E, int n, int i, const uint64_t *ekeys, const int8_t *es, int32_t *Z, const int *ek = NULL,
                                               const int8_t *vb = NULL, size_t pstride = 0, int plo = 0, int phi = 0) {
     const int e0 = blockIdx.x * UPD_VEC_E, e1 = min(E, e0 + UPD_VEC_E);
@@ -318,16 +322,25 @@ __device__ __forceinline__ void upd_vec_votes(int E, int n, int i, const uint64_
     }
     __syncthreads();
     if (i >= n) return;
-    int32_t z = 0;
+    int32_t z[V] = {};
     for (int e = e0; e < e1; e++) {
         const long long o = own[e - e0]; /* the same for the block's threads: no divergence */
-        if (o >= 0) z += sgs[e - e0] * (int)vb[o + i] * (int)vb[o + n + i];
-        else {
+        const int sg = sgs[e - e0];
+        if (o >= 0) {
+            if constexpr (V == 4) {
+                const unsigned a = *(const unsigned *)(vb + o + i), b = *(const unsigned *)(vb + o + n + i);
+#pragma unroll
+                for (int q = 0; q < 4; q++) z[q] += sg * ((int)(int8_t)(a >> 8 * q) * (int)(int8_t)(b >> 8 * q));
+            } else z[0] += sg * (int)vb[o + i] * (int)vb[o + n + i];
+        } else {
             const uint64_t key = keys[e - e0];
-            z += sgs[e - e0] * egg_noise(key, (uint32_t)i) * egg_noise(key, (uint32_t)(n + i));
+#pragma unroll
+            for (int q = 0; q < V; q++) z[q] += sg * egg_noise(key, (uint32_t)(i + q)) * egg_noise(key, (uint32_t)(n + i + q));
         }
     }
-    if (z) atomicAdd(&Z[i], z);
+#pragma unroll
+    for (int q = 0; q < V; q++)
+        if (z[q]) atomicAdd(&Z[i + q], z[q]);
 }
 __global__ void upd_vec_kernel(int E, int n, const uint64_t *ekeys, const int8_t *es, int32_t *Z) {
     /* block (e-chunk, i-chunk): each thread one element i, a slice of UPD_VEC_E entries (entries on x: y is limited
@@ -337,16 +350,18 @@ __global__ void upd_vec_kernel(int E, int n, const uint64_t *ekeys, const int8_t
 
 /* every vector tensor's update in one launch (a launch per vector had taken ~28 us each, 25 of them a step at
  * EGG-256x6, mostly launch and tail): vt[v] = {its votes' offset in Z, its length, its first block row, its tensor
- * id}, ordered by block row; block row y belongs to the last v with vt[v].z <= y. Same sums as upd_vec_kernel.
- * noise: NULL, or the step's blob, vector v's noise at + vnoff[v] in a pair's row (own pairs read, not hashed) */
+ * id}, ordered by block row; block row y (V * blockDim.x elements) belongs to the last v with vt[v].z <= y. Same sums as
+ * upd_vec_kernel, V elements a thread. noise: NULL, or the step's blob, vector v's noise at + vnoff[v] in a pair's row (own
+ * pairs read, not hashed) */
+template <int V>
 __global__ void upd_vecs_kernel(int E, int nv, const int4 *vt, const uint64_t *ukeys, const int8_t *es, int32_t *Z,
                                 const long long *zoff, /* zoff: NULL, or vector v's votes at Z + zoff[v] (--update allreduce) */
                                 const int *ek, const int8_t *noise, const long long *vnoff, size_t pstride, int plo, int phi) {
     int v = 0;
     while (v + 1 < nv && vt[v + 1].z <= (int)blockIdx.y) v++;
     const int4 t = vt[v];
-    upd_vec_votes(E, t.y, ((int)blockIdx.y - t.z) * blockDim.x + threadIdx.x, ukeys + (size_t)t.w * E, es, Z + (zoff ? zoff[v] : t.x), ek,
-                  noise ? noise + vnoff[v] : NULL, pstride, plo, phi);
+    upd_vec_votes<V>(E, t.y, V * (((int)blockIdx.y - t.z) * (int)blockDim.x + (int)threadIdx.x), ukeys + (size_t)t.w * E, es,
+                     Z + (zoff ? zoff[v] : t.x), ek, noise ? noise + vnoff[v] : NULL, pstride, plo, phi);
 }
 /* upd_apply_kernel over every vector tensor at once: element j of the concatenation (vector v from vt[v].x) is
  * parameter voff[v] + j - vt[v].x; its vote Z[j], or with zpar (--update allreduce: Z indexed as the parameters)
