@@ -162,6 +162,11 @@ configs=(
   "h128-r2-threshold-steps-few|--hidden 128 --layers 2 --rank 2 --pop 256 --seq 6 --threshold 50"
   "h256-r1-threshold-steps-a-parameter-a-thread|--hidden 256 --layers 2 --rank 1 --pop 258 --seq 6 --alpha 0.5|EGG_CUDA_MAPPLY4=0"
   "h96-r3-allreduce-threshold-steps-a-parameter-a-thread|--hidden 96 --layers 2 --rank 3 --pop 130 --seq 6 --update allreduce --alpha 0.5|EGG_CUDA_MAPPLY4=0"
+  # the loss over more than 32 timesteps (its lanes take 32 at a time: three batches at seq 70, the last partial), at
+  # vocabularies 256 (loss_vec_kernel) and 301 (loss_kernel)
+  "h64-l2-r1-loss-seq70|--hidden 64 --layers 2 --rank 1 --pop 66 --seq 70"
+  "h128-r2-loss-seq70|--hidden 128 --layers 1 --rank 2 --pop 66 --seq 70"
+  "h64-r3-loss-tokens-v301-seq40|--hidden 64 --layers 1 --rank 3 --pop 34 --seq 40 --data $T/t.bin"
   # the vector tensors' votes four elements a thread by default (upd_vecs_kernel<4>), one (EGG_CUDA_VEC4=0)
   "h160-r2-vector-votes-an-element-a-thread|--hidden 160 --layers 2 --rank 2 --pop 130 --seq 6|EGG_CUDA_VEC4=0"
   "h96-r3-allreduce-vector-votes-an-element-a-thread|--hidden 96 --layers 2 --rank 3 --pop 130 --seq 6 --update allreduce --alpha 0.5|EGG_CUDA_VEC4=0"
