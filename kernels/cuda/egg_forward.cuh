@@ -404,12 +404,28 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
 
 /* EGG-LN of `rows` rows [time][n members] with LN weight tensor `id`: a warp per
  * two rows, the wide-access kernels where H is a multiple of 128 (--hidden allows up to 1024) */
+#ifdef EGG_MMP
+static void lnxb_run(CudaImpl *c, int rows, int n, const int8_t *X, const int8_t *wp, const int8_t *nz, int i1, int i2, int8_t *Y, int32_t *T);
+/* an EGG-LN with the members' perturbed weights (wp) at hidden 128, 256 and 512 walks each pair's timesteps in lnxb_kernel
+ * (NM = 0), its weights loaded once a member where ln16_kernel loads them for every row (EGG_CUDA_LNWALK=0: ln16_kernel);
+ * whole warps of pairs: n a multiple of 128 */
+static bool ln_walks(const CudaImpl *c, int n, const int8_t *wp) {
+    return c->lnwalk && wp && c->ln_vec && (c->H == 128 || c->H == 256 || c->H == 512) && n % 128 == 0;
+}
+#endif
 static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, const int8_t *nz, const int8_t *lnp, int8_t *Y, egg_err *err) {
     const int wpb = 8, nb = ((rows + 1) / 2 + wpb - 1) / wpb, H = c->H;
     const size_t vo = c->noff[id];
     const int8_t *w = tp(c, id);
     const int8_t *wp = nz && lnp ? lnp + (size_t)v * n * H : NULL; /* the members' perturbed weights (lnpert_kernel) */
     const int np = (rows + 1) / 2;
+#ifdef EGG_MMP
+    if (ln_walks(c, n, wp)) { /* the members' weights in registers over their timesteps */
+        lnxb_run(c, rows, n, X, wp, nz, -1, -1, Y, NULL);
+        CKL();
+        return 0;
+    }
+#endif
 #define LNV(K4, P) ln_vec_kernel<K4, P><<<(np + wpb * P - 1) / (wpb * P), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
 #define LN16(LPR) ln16_kernel<LPR><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(rows, n, X, w, nz, c->pstride, vo, c->pshift, wp, Y)
     switch (c->ln_vec ? H : 0) { /* 16 bytes a lane; at 384 12, at 640 20, at 768 24, at 896 28, at 1024 32 */
@@ -503,12 +519,21 @@ static bool lnxb_takes(const CudaImpl *c, int n, const int8_t *nz, const int8_t 
            (i2 < 0 || (c->noff[i2] % 16 == 0 && c->m->t[i2].rows % BN == 0));
 }
 /* that LN of the rows [time][n members] of X into Y (wp: the members' perturbed weights), with the T rows of tensors i1
- * (and i2) into T ([1 or 2][rows][4]); tsl timestep slices, so that about 32 warps an SM walk the pairs */
+ * (and i2) into T ([1 or 2][rows][4]); tsl timestep slices, so that about 32 warps an SM walk the pairs. i1 < 0: the LN
+ * alone (lnxb_kernel<H, 1, 0>, any rank: ln_walks) */
 static void lnxb_run(CudaImpl *c, int rows, int n, const int8_t *X, const int8_t *wp, const int8_t *nz, int i1, int i2, int8_t *Y, int32_t *T) {
     const int H = c->H, wrap = n / 2, tc = rows / n, rpw = 512 / H; /* rows a warp */
     const int want = (int)(((long long)c->nsm * 32 * rpw + 2 * wrap - 1) / (2 * wrap)), tsl = want < 1 ? 1 : want > tc ? tc : want;
-    const size_t bo = c->noff[i1] + a_span(c->r, c->m->t[i1].rows), bo2 = i2 < 0 ? 0 : c->noff[i2] + a_span(c->r, c->m->t[i2].rows);
+    const size_t bo = i1 < 0 ? 0 : c->noff[i1] + a_span(c->r, c->m->t[i1].rows), bo2 = i2 < 0 ? 0 : c->noff[i2] + a_span(c->r, c->m->t[i2].rows);
     const int nb = (int)(((long long)2 * wrap / rpw * tsl * 32 + 255) / 256);
+    if (i1 < 0) {
+#define LNW(HH) lnxb_kernel<HH, 1, 0><<<nb, 256, 0, c->st>>>(rows, n, X, wp, nz, c->pstride, 0, 0, tsl, Y, NULL)
+        if (H == 256) LNW(256);
+        else if (H == 512) LNW(512);
+        else LNW(128);
+#undef LNW
+        return;
+    }
 #define LNXB(HH, NM) lnxb_kernel<HH, decltype(rr)::value, NM><<<nb, 256, 0, c->st>>>(rows, n, X, wp, nz, c->pstride, bo, bo2, tsl, Y, T)
     rank_go(c->r, [&](auto rr) {
         if (H == 256 && i2 >= 0) LNXB(256, 2);

@@ -244,23 +244,26 @@ __global__ void ln16_kernel(int rows, int nm, const int8_t *X, const int8_t *w, 
  * 512 one, a pair's two rows on adjacent warps), the members' rows of a pair side by side, and walks their timesteps
  * ts, ts + tsl, ..., the pairs' B rows and the members'
  * perturbed LN weights (wp) in registers and the next timestep's x loaded under this one's work. Rows [time][nm
- * members]; bo, bo2: the matrices' B rows in a pair's noise blob; T: [NM][rows][4] */
+ * members]; bo, bo2: the matrices' B rows in a pair's noise blob; T: [NM][rows][4]. NM = 0 (since v148, any rank): the LN
+ * alone, walking the timesteps with the member's weights in registers where ln16_kernel reads them again for every row */
 #ifdef EGG_MMP
 template <int H, int R, int NM>
 __global__ void __launch_bounds__(256, 3) lnxb_kernel(int rows, int nm, const int8_t *X, const int8_t *wp, const int8_t *noise, size_t pstride,
                                                    size_t bo, size_t bo2, int tsl, int8_t *Y, int32_t *T) {
     constexpr int LPR = H / 16, RPW = 32 / LPR, V = 4 * NM; /* lanes a row, rows a warp, sums a row (4 a matrix) */
+    constexpr int NB = NM > 0 ? NM : 1, RB = R > 0 ? R : 1; /* Bc's extents (unused at NM = 0) */
     const int lane = threadIdx.x & 31, rl = lane / LPR, sub = lane % LPR, off = sub * 16, wrap = nm / 2, tc = rows / nm;
     const int slot = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * RPW + rl, pw = slot >> 1; /* row slot; its pair (and slice) */
     const int p = pw % wrap, ts = pw / wrap, odd = slot & 1, m = 2 * p + odd;
     if (ts >= tsl || ts >= tc) return; /* whole warps (wrap is a multiple of a warp's pairs) */
     const int4 wl = __ldg((const int4 *)(wp + (size_t)m * H + off));
     const int8_t *nb = noise + (size_t)p * pstride;
-    int4 Bc[NM][R];
+    int4 Bc[NB][RB];
 #pragma unroll
     for (int mt = 0; mt < NM; mt++)
 #pragma unroll
         for (int j = 0; j < R; j++) Bc[mt][j] = __ldg((const int4 *)(nb + (mt ? bo2 : bo) + (size_t)j * H + off));
+    (void)Bc;
     int4 xn = __ldg((const int4 *)(X + ((size_t)ts * nm + m) * H + off));
     for (int t = ts; t < tc; t += tsl) {
         const size_t row = (size_t)t * nm + m;
@@ -268,29 +271,31 @@ __global__ void __launch_bounds__(256, 3) lnxb_kernel(int rows, int nm, const in
         if (t + tsl < tc) xn = __ldg((const int4 *)(X + (row + (size_t)tsl * nm) * H + off));
         const int4 y = ln16_apply<LPR>(x, wl);
         *(int4 *)(Y + row * H + off) = y;
-        /* the V sums (matrix k / 4, rank k % 4; 0 past R) over the row's LPR lanes by halving: at each of the first
-         * log2 V steps a lane keeps half of its values and adds its partner's of that half (V - 1 shuffles), then one
-         * plain sum a step (8 shuffles in all at H = 256, NM = 2, where summing each value on its own took 4 V); idx:
-         * the sum this lane ends with */
-        int v[V];
+        if constexpr (NM > 0) {
+            /* the V sums (matrix k / 4, rank k % 4; 0 past R) over the row's LPR lanes by halving: at each of the first
+             * log2 V steps a lane keeps half of its values and adds its partner's of that half (V - 1 shuffles), then one
+             * plain sum a step (8 shuffles in all at H = 256, NM = 2, where summing each value on its own took 4 V); idx:
+             * the sum this lane ends with */
+            int v[V > 0 ? V : 1];
 #pragma unroll
-        for (int k = 0; k < V; k++) v[k] = k % 4 < R ? dot16(y, Bc[k / 4][k % 4 < R ? k % 4 : 0]) : 0;
-        int idx = 0, nv = V;
-        bool wr = true; /* the lane that writes sum idx (the others hold it too) */
+            for (int k = 0; k < V; k++) v[k] = k % 4 < R ? dot16(y, Bc[k / 4][k % 4 < R ? k % 4 : 0]) : 0;
+            int idx = 0, nv = V;
+            bool wr = true; /* the lane that writes sum idx (the others hold it too) */
 #pragma unroll
-        for (int o = LPR / 2; o >= 1; o >>= 1) {
-            const bool b = sub & o;
-            if (nv > 1) {
+            for (int o = LPR / 2; o >= 1; o >>= 1) {
+                const bool b = sub & o;
+                if (nv > 1) {
 #pragma unroll
-                for (int i = 0; i < nv / 2; i++) v[i] = (b ? v[i + nv / 2] : v[i]) + __shfl_xor_sync(0xffffffffu, b ? v[i] : v[i + nv / 2], o);
-                idx += b ? nv / 2 : 0;
-                nv /= 2;
-            } else {
-                v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
-                wr = wr && !b;
+                    for (int i = 0; i < nv / 2; i++) v[i] = (b ? v[i + nv / 2] : v[i]) + __shfl_xor_sync(0xffffffffu, b ? v[i] : v[i + nv / 2], o);
+                    idx += b ? nv / 2 : 0;
+                    nv /= 2;
+                } else {
+                    v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+                    wr = wr && !b;
+                }
             }
+            if (wr) T[(size_t)(idx / 4) * 4 * rows + 4 * row + idx % 4] = odd ? -v[0] : v[0]; /* the odd member's negative */
         }
-        if (wr) T[(size_t)(idx / 4) * 4 * rows + 4 * row + idx % 4] = odd ? -v[0] : v[0]; /* the odd member's negative */
     }
 }
 #endif
