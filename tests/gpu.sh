@@ -77,7 +77,7 @@ if [ -z "$gpus" ]; then sk gpu-backends "this build has no GPU backend (backends
 # vocabulary of 301 takes 4 for the head at rank 1, 1 at rank 2-4). The update operands take tiles of 128 rows x 128 columns, four columns a thread (EGG_CUDA_OPS4=1: 16-row blocks, as before v145; 0: one column a thread); the threshold steps
 # four parameters a thread (EGG_CUDA_MAPPLY4=0: one), the vector tensors' votes four elements a thread (EGG_CUDA_VEC4=0: one).
 # EGG-LN with the members' perturbed weights walks each pair's timesteps where the members are a multiple of 128
-# (EGG_CUDA_LNWALK=0: 16 lanes a row). Each config also compares the share of parameters each step changed. The
+# (EGG_CUDA_LNWALK=0: 16 lanes a row), and so does the embedding with layer 0's EGG-LN1 (EGG_CUDA_EMBWALK=0: a row a slot). Each config also compares the share of parameters each step changed. The
 # embedding applies the first layer's EGG-LN1 at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch). The PLAIN GEMMs
 # with K = 384 and 512 (Wf, Wh, up, head at hidden 384 and 512) take whole row blocks too, one X buffer a CTA
 # (EGG_CUDA_MMX512=0: mmw_kernel, at rank 2-4 mm_kernel); EGG_CUDA_MMP=3 walks many row blocks through that buffer. Down (RESID) with N a multiple of 256
@@ -169,6 +169,11 @@ configs=(
   "h128-l3-r1-ln-walks-timesteps|--hidden 128 --layers 3 --rank 1 --pop 384 --seq 7"
   "h512-l2-r1-ln-walks-timesteps-chunked|--hidden 512 --layers 2 --rank 1 --pop 256 --seq 6 --data $T/t.bin|EGG_CUDA_TCHUNK=4"
   "h256-l3-r1-ln-a-row-16-lanes|--hidden 256 --layers 3 --rank 1 --pop 256 --seq 6|EGG_CUDA_LNWALK=0"
+  # the embedding with layer 0's EGG-LN1 walking each pair's timesteps (members a multiple of 128): rank 3 at hidden 128 in
+  # chunks with token-0 resets, rank 4 at 512; and a row a slot (EGG_CUDA_EMBWALK=0)
+  "h128-r3-embedding-walks-timesteps-chunked|--hidden 128 --layers 2 --rank 3 --pop 256 --seq 7 --data $T/t.bin|EGG_CUDA_TCHUNK=3"
+  "h512-r4-embedding-walks-timesteps|--hidden 512 --layers 1 --rank 4 --pop 256 --seq 5"
+  "h256-r2-embedding-a-row-a-slot|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_EMBWALK=0"
   # the loss over more than 32 timesteps (its lanes take 32 at a time: three batches at seq 70, the last partial), at
   # vocabularies 256 (loss_vec_kernel) and 301 (loss_kernel)
   "h64-l2-r1-loss-seq70|--hidden 64 --layers 2 --rank 1 --pop 66 --seq 70"

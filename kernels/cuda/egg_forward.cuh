@@ -410,7 +410,7 @@ static void lnxb_run(CudaImpl *c, int rows, int n, const int8_t *X, const int8_t
  * (NM = 0), its weights loaded once a member where ln16_kernel loads them for every row (EGG_CUDA_LNWALK=0: ln16_kernel);
  * whole warps of pairs: n a multiple of 128 */
 static bool ln_walks(const CudaImpl *c, int n, const int8_t *wp) {
-    return c->lnwalk && wp && c->ln_vec && (c->H == 128 || c->H == 256 || c->H == 512) && n % 128 == 0;
+    return c->lnwalk && wp && c->ln_vec && (c->H == 128 || c->H == 256 || c->H == 512) && n % 128 == 0 && n > 0;
 }
 #endif
 static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, const int8_t *nz, const int8_t *lnp, int8_t *Y, egg_err *err) {
@@ -603,6 +603,23 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
     embed_vec_kernel<K4, LPR, LN><<<(rows + wpb * (32 / LPR) - 1) / (wpb * (32 / LPR)), 32 * wpb, 0, c->st>>>(               \
         rows, n, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0, tp(c, EGG_T_EMB), nz, c->pstride,             \
         c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz, x->Hs, (int)(hsh / H), tp(c, id_ln1), nz, c->noff[id_ln1], lwp, x->XN)
+        /* the embedding with layer 0's EGG-LN1 walking each pair's timesteps (n a multiple of 128; EGG_CUDA_EMBWALK=0: a row a
+         * slot), tsl timestep slices as lnxb_run's */
+#ifdef EGG_MMP
+        const bool ewalk = embln && c->embwalk && n % 128 == 0 && n > 0;
+        const int ewrap = ewalk ? n / 2 : 1, erpw = 512 / H, ewant = (int)(((long long)c->nsm * 32 * erpw + 2 * ewrap - 1) / (2 * ewrap)),
+                  etsl = ewant < 1 ? 1 : ewant > tc ? tc : ewant, enb = (int)(((long long)2 * ewrap / erpw * etsl * 32 + 255) / 256);
+#endif
+#define EMBW(LPR)                                                                                                   \
+    embed_walk_kernel<LPR><<<enb, 256, 0, c->st>>>(rows, n, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,          \
+                                                   tp(c, EGG_T_EMB), nz, c->pstride, c->noff[EGG_T_EMB], c->seedep, ek, x->X, x->rz, \
+                                                   x->Hs, (int)(hsh / H), tp(c, id_ln1), nz, c->noff[id_ln1], lwp, x->XN, etsl)
+#ifdef EGG_MMP
+        if (ewalk && H == 128) EMBW(8);
+        else if (ewalk && H == 256) EMBW(16);
+        else if (ewalk) EMBW(32);
+        else
+#endif
         if (embln && H == 128) EMBV(4, 8, true);
         else if (embln && H == 256) EMBV(4, 16, true);
         else if (embln) EMBV(4, 32, true);
@@ -787,6 +804,7 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         else if (c->ln_vec && V == 512) loss_vec_kernel<4><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
         else loss_kernel<<<lb, 32 * wpb, 0, c->st>>>(n, tc, V, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
 #undef EMBV
+#undef EMBW
         CKL();
         prof_mark(c, P_LOSS);
     }

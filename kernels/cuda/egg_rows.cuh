@@ -335,6 +335,44 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
     }
 }
 
+/* the embedding's rank-r perturbation of a row's lane words e: p += av b for each rank (emb_acc, av = sign A_j[tok] sc), then
+ * e = clip8(e + (p >> pshift)) (emb_apply). sm_90a (lanes, emb_lanes): p 2^(16 - pshift) summed (sc), so that its high half is
+ * p >> pshift (|p| <= 16 * 90 * 127 < 2^18 at rank <= 16, noise values in -90..90: the sum stays below 2^30, and p >> pshift
+ * fits an int16 lane); two bytes' high halves make a word of int16 lanes (one prmt), which are added to the embedding's bytes
+ * and clipped two at a time (about 4 instructions a byte where the bytes one by one took about 9) */
+__device__ __forceinline__ bool emb_lanes(int pshift) {
+#ifdef MMP_WGMMA
+    return pshift <= 16;
+#else
+    (void)pshift;
+    return false;
+#endif
+}
+template <int K4> __device__ __forceinline__ void emb_acc(int (&p)[K4][4], int av, const w4u (&b)[K4]) {
+#pragma unroll
+    for (int q = 0; q < K4; q++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) p[q][c] += av * b[q].b[c];
+}
+template <int K4> __device__ __forceinline__ void emb_apply(w4u (&e)[K4], const int (&p)[K4][4], int pshift, bool lanes) {
+#ifdef MMP_WGMMA
+    if (lanes) {
+#pragma unroll
+        for (int q = 0; q < K4; q++) {
+            const unsigned ew = (unsigned)e[q].w;
+            e[q].w = (int)pack4(clip2_add(lo2(ew), prmt<0x7632>((unsigned)p[q][0], (unsigned)p[q][1])),
+                                clip2_add(hi2(ew), prmt<0x7632>((unsigned)p[q][2], (unsigned)p[q][3])));
+        }
+        return;
+    }
+#else
+    (void)lanes;
+#endif
+#pragma unroll
+    for (int q = 0; q < K4; q++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) e[q].b[c] = (signed char)egg_clip8(e[q].b[c] + (p[q][c] >> pshift));
+}
 /* embed_kernel for H = 4 K4 LPR: LPR lanes a row (32 / LPR rows a warp; a row of 128 or 256 bytes had left a
  * warp's lanes moving 4 or 8 bytes each behind a chain of dependent loads), a lane's 4 K4 bytes in word accesses
  * (K4 = 3, 5, 6, 7 only with LPR = 32: ld_words' words or pairs 128 or 256 bytes apart).
@@ -370,40 +408,16 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
             const uint64_t key = ekeys ? ekeys[m >> 1] : egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, pair);
             const int sign = (m & 1) ? -1 : 1;
             const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff + off;
-            /* sm_90a (lanes): p 2^(16 - pshift) summed, so that its high half is p >> pshift (|p| <= 16 * 90 * 127 <
-             * 2^18 at rank <= 16, noise values in -90..90: the sum stays below 2^30, and p >> pshift fits an int16
-             * lane); two bytes' high halves make a word of int16 lanes (one prmt), which are added to the embedding's
-             * bytes and clipped two at a time (about 4 instructions a byte where the bytes one by one took about 9) */
-#ifdef MMP_WGMMA
-            const bool lanes = pshift <= 16;
-#else
-            const bool lanes = false;
-#endif
+            const bool lanes = emb_lanes(pshift);
             const int sc = lanes ? 1 << (16 - pshift) : 1;
             int p[K4][4] = {};
             for (int j = 0; j < r; j++) {
                 const int av = sign * egg_noise(key, (uint32_t)(tok * r + j)) * sc;
                 w4u b[K4];
                 ld_words<K4>(b, B + (size_t)j * H);
-#pragma unroll
-                for (int q = 0; q < K4; q++)
-#pragma unroll
-                    for (int c = 0; c < 4; c++) p[q][c] += av * b[q].b[c];
+                emb_acc<K4>(p, av, b);
             }
-#ifdef MMP_WGMMA
-            if (lanes) {
-#pragma unroll
-                for (int q = 0; q < K4; q++) {
-                    const unsigned ew = (unsigned)e[q].w;
-                    e[q].w = (int)pack4(clip2_add(lo2(ew), prmt<0x7632>((unsigned)p[q][0], (unsigned)p[q][1])),
-                                        clip2_add(hi2(ew), prmt<0x7632>((unsigned)p[q][2], (unsigned)p[q][3])));
-                }
-            } else
-#endif
-#pragma unroll
-                for (int q = 0; q < K4; q++)
-#pragma unroll
-                    for (int c = 0; c < 4; c++) e[q].b[c] = (signed char)egg_clip8(e[q].b[c] + (p[q][c] >> pshift));
+            emb_apply<K4>(e, p, pshift, lanes);
         }
         st_words<K4>(X + (size_t)row * H + off, e);
     }
@@ -412,6 +426,65 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
         if (in) *(int4 *)(XN + (size_t)row * H + off) = y;
     }
 }
+
+/* embed_vec_kernel<4, LPR, true> (H = 16 LPR: 128, 256, 512) walking each pair's timesteps as lnxb_kernel does: the member's
+ * LN1 weights, its pair's B rows and noise key in registers, the next timestep's token and embedding row loaded under this
+ * one's work, where embed_vec_kernel loads them all again for every row. Rows [time][n members], n a multiple of 128 (whole
+ * warps of pairs); tsl timestep slices (EGG_CUDA_EMBWALK=0: embed_vec_kernel). CUDA only, as lnxb_kernel */
+#ifdef EGG_MMP
+template <int LPR>
+__global__ void __launch_bounds__(256) embed_walk_kernel(int rows, int n, int L, int r, int pshift, const int32_t *tokens, int rowlen, int t0,
+                                                       int group, int gbase, int m0, const int8_t *E, const int8_t *noise, size_t pstride,
+                                                       size_t boff, const uint64_t *seedep, const uint64_t *ekeys, int8_t *X, uint8_t *rz,
+                                                       int8_t *Hs, int hsn, const int8_t *lw, const int8_t *lnz, size_t lvoff,
+                                                       const int8_t *lwp, int8_t *XN, int tsl) {
+    constexpr int K4 = 4, H = 16 * LPR, RPW = 32 / LPR;
+    const int lane = threadIdx.x & 31, sub = lane % LPR, off = sub * 16, wrap = n / 2, tc = rows / n;
+    const int slot = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * RPW + lane / LPR, pw = slot >> 1; /* row slot; its pair */
+    const int p = pw % wrap, ts = pw / wrap, m = 2 * p + (slot & 1);
+    if (ts >= tsl || ts >= tc) return; /* whole warps (wrap is a multiple of a warp's pairs) */
+    const int4 wl = ln16_weights<LPR>(true, m, off, lw, lnz, pstride, lvoff, pshift, lwp);
+    const int32_t *tk = tokens + (size_t)((m0 + m) / group - gbase) * rowlen + t0;
+    const bool lanes = emb_lanes(pshift);
+    const int sgs = ((m & 1) ? -1 : 1) * (lanes ? 1 << (16 - pshift) : 1); /* the member's sign times emb_acc's scale */
+    uint64_t key = 0;
+    w4u b[GPU_RMAX][K4];
+    if (noise) {
+        key = ekeys ? ekeys[m >> 1] : egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, (uint32_t)((m0 + m) >> 1));
+        const int8_t *B = noise + (size_t)(m >> 1) * pstride + boff + off;
+#pragma unroll
+        for (int j = 0; j < GPU_RMAX; j++)
+            if (j < r) ld_words<K4>(b[j], B + (size_t)j * H);
+    }
+    int tok = tk[ts];
+    w4u en[K4];
+    ld_words<K4>(en, E + (size_t)tok * H + off);
+    for (int t = ts; t < tc; t += tsl) {
+        const size_t row = (size_t)t * n + m;
+        const int tk0 = tok;
+        w4u e[K4];
+#pragma unroll
+        for (int q = 0; q < K4; q++) e[q] = en[q];
+        if (t + tsl < tc) {
+            tok = tk[t + tsl];
+            ld_words<K4>(en, E + (size_t)tok * H + off);
+        }
+        if (sub == 0) rz[row] = tk0 == 0;
+        if (tk0 == 0 && t == 0)
+            for (int l = 0; l < L; l++)
+                for (int i = sub * 4; i < H; i += 4 * LPR) *(int *)(Hs + ((size_t)l * hsn + m) * H + i) = 0;
+        if (noise) {
+            int pp[K4][4] = {};
+#pragma unroll
+            for (int j = 0; j < GPU_RMAX; j++)
+                if (j < r) emb_acc<K4>(pp, sgs * egg_noise(key, (uint32_t)(tk0 * r + j)), b[j]);
+            emb_apply<K4>(e, pp, pshift, lanes);
+        }
+        st_words<K4>(X + row * H + off, e);
+        *(int4 *)(XN + row * H + off) = ln16_apply<LPR>(make_int4(e[0].w, e[1].w, e[2].w, e[3].w), wl);
+    }
+}
+#endif
 
 /* the embedding noise's key of each local pair p (global pair m0/2 + p), once per step instead of per row */
 __global__ void emb_keys_kernel(int np, int m0, const uint64_t *seedep, uint64_t *keys) {
