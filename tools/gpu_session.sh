@@ -18,15 +18,7 @@ elif ! make -j8 >"$OUT/build.log" 2>&1; then
   echo "using the carried binary"
 fi
 ./egg_mgpu --version
-python3 - <<'PY'
-import random
-random.seed(3)
-words = ("the of and to in a is that for it as was with be by on not he this are or his from at which but have "
-         "an they you were her she there one all we their been has when who will more no if out so said what up").split()
-with open("/tmp/bench.txt", "w") as f:
-    for _ in range(8):
-        f.write(" ".join(random.choice(words) for _ in range(400000)) + "\n")
-PY
+python3 tools/word_corpus.py /tmp/bench.txt 3200000
 if [ "$what" = quick ] || [ "$what" = all ]; then
   bash tests/gpu.sh 2>&1 | tee "$OUT/test_gpu.log" | tail -40
 fi

@@ -2,7 +2,8 @@
 """word_corpus.py OUT NWORDS — a synthetic text of NWORDS common English words
 (random.seed(3), so every run writes the same bytes) for benchmarks and GPU
 checks, where speed does not depend on the text: make bench (tests/bench.sh),
-tools/gpu_multi.sh, tools/gpu_faults.sh and tools/gpu_roofline.sh."""
+tools/gpu_session.sh, tools/gpu_multi.sh, tools/gpu_faults.sh and
+tools/gpu_roofline.sh."""
 import random
 import sys
 

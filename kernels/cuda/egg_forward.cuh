@@ -406,11 +406,21 @@ static int mm(CudaImpl *c, Ctx *x, int rows, int id, int noisy, const int8_t *X,
  * two rows, the wide-access kernels where H is a multiple of 128 (--hidden allows up to 1024) */
 #ifdef EGG_MMP
 static void lnxb_run(CudaImpl *c, int rows, int n, const int8_t *X, const int8_t *wp, const int8_t *nz, int i1, int i2, int8_t *Y, int32_t *T);
+/* the kernels that walk each pair's timesteps (lnxb_kernel, embed_walk_kernel) take whole warps of pairs: n members a
+ * positive multiple of 128 */
+static bool walk_members(int n) { return n > 0 && n % 128 == 0; }
+/* their launch at n members and tc timesteps: tsl timestep slices, so that about 32 warps an SM walk the pairs; returns
+ * the blocks of 256 threads */
+static int walk_blocks(const CudaImpl *c, int n, int tc, int *tsl) {
+    const int wrap = n / 2, rpw = 512 / c->H; /* rows a warp */
+    const int want = (int)(((long long)c->nsm * 32 * rpw + 2 * wrap - 1) / (2 * wrap));
+    *tsl = want < 1 ? 1 : want > tc ? tc : want;
+    return (int)(((long long)2 * wrap / rpw * *tsl * 32 + 255) / 256);
+}
 /* an EGG-LN with the members' perturbed weights (wp) at hidden 128, 256 and 512 walks each pair's timesteps in lnxb_kernel
- * (NM = 0), its weights loaded once a member where ln16_kernel loads them for every row (EGG_CUDA_LNWALK=0: ln16_kernel);
- * whole warps of pairs: n a multiple of 128 */
+ * (NM = 0), its weights loaded once a member where ln16_kernel loads them for every row (EGG_CUDA_LNWALK=0: ln16_kernel) */
 static bool ln_walks(const CudaImpl *c, int n, const int8_t *wp) {
-    return c->lnwalk && wp && c->ln_vec && (c->H == 128 || c->H == 256 || c->H == 512) && n % 128 == 0 && n > 0;
+    return c->lnwalk && wp && c->ln_vec && (c->H == 128 || c->H == 256 || c->H == 512) && walk_members(n);
 }
 #endif
 static int ln(CudaImpl *c, int rows, int n, const int8_t *X, int id, int v, const int8_t *nz, const int8_t *lnp, int8_t *Y, egg_err *err) {
@@ -522,10 +532,10 @@ static bool lnxb_takes(const CudaImpl *c, int n, const int8_t *nz, const int8_t 
  * (and i2) into T ([1 or 2][rows][4]); tsl timestep slices, so that about 32 warps an SM walk the pairs. i1 < 0: the LN
  * alone (lnxb_kernel<H, 1, 0>, any rank: ln_walks) */
 static void lnxb_run(CudaImpl *c, int rows, int n, const int8_t *X, const int8_t *wp, const int8_t *nz, int i1, int i2, int8_t *Y, int32_t *T) {
-    const int H = c->H, wrap = n / 2, tc = rows / n, rpw = 512 / H; /* rows a warp */
-    const int want = (int)(((long long)c->nsm * 32 * rpw + 2 * wrap - 1) / (2 * wrap)), tsl = want < 1 ? 1 : want > tc ? tc : want;
+    const int H = c->H;
+    int tsl;
+    const int nb = walk_blocks(c, n, rows / n, &tsl);
     const size_t bo = i1 < 0 ? 0 : c->noff[i1] + a_span(c->r, c->m->t[i1].rows), bo2 = i2 < 0 ? 0 : c->noff[i2] + a_span(c->r, c->m->t[i2].rows);
-    const int nb = (int)(((long long)2 * wrap / rpw * tsl * 32 + 255) / 256);
     if (i1 < 0) {
 #define LNW(HH) lnxb_kernel<HH, 1, 0><<<nb, 256, 0, c->st>>>(rows, n, X, wp, nz, c->pstride, 0, 0, tsl, Y, NULL)
         if (H == 256) LNW(256);
@@ -606,9 +616,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         /* the embedding with layer 0's EGG-LN1 walking each pair's timesteps (n a multiple of 128; EGG_CUDA_EMBWALK=0: a row a
          * slot), tsl timestep slices as lnxb_run's */
 #ifdef EGG_MMP
-        const bool ewalk = embln && c->embwalk && n % 128 == 0 && n > 0;
-        const int ewrap = ewalk ? n / 2 : 1, erpw = 512 / H, ewant = (int)(((long long)c->nsm * 32 * erpw + 2 * ewrap - 1) / (2 * ewrap)),
-                  etsl = ewant < 1 ? 1 : ewant > tc ? tc : ewant, enb = (int)(((long long)2 * ewrap / erpw * etsl * 32 + 255) / 256);
+        const bool ewalk = embln && c->embwalk && walk_members(n);
+        int etsl = 0;
+        const int enb = ewalk ? walk_blocks(c, n, tc, &etsl) : 0;
 #endif
 #define EMBW(LPR)                                                                                                   \
     embed_walk_kernel<LPR><<<enb, 256, 0, c->st>>>(rows, n, L, c->r, c->pshift, x->tokens, rowlen, t0, group, gbase, m0,          \

@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(256, 3) lnxb_kernel(int rows, int nm, const in
              * log2 V steps a lane keeps half of its values and adds its partner's of that half (V - 1 shuffles), then one
              * plain sum a step (8 shuffles in all at H = 256, NM = 2, where summing each value on its own took 4 V); idx:
              * the sum this lane ends with */
-            int v[V > 0 ? V : 1];
+            int v[V];
 #pragma unroll
             for (int k = 0; k < V; k++) v[k] = k % 4 < R ? dot16(y, Bc[k / 4][k % 4 < R ? k % 4 : 0]) : 0;
             int idx = 0, nv = V;
@@ -335,6 +335,15 @@ __global__ void embed_kernel(int rows, int n, int H, int L, int r, int pshift, c
     }
 }
 
+/* a row's start in the embedding kernels (lane sub of its LPR): rz[row] = (token == 0), and at the chunk's first timestep
+ * (dt 0) a token 0 resets member m's state in every layer */
+template <int H, int LPR>
+__device__ __forceinline__ void emb_row_start(int tok, int dt, int sub, size_t row, int m, int L, int hsn, uint8_t *rz, int8_t *Hs) {
+    if (sub == 0) rz[row] = tok == 0;
+    if (tok == 0 && dt == 0)
+        for (int l = 0; l < L; l++)
+            for (int i = sub * 4; i < H; i += 4 * LPR) *(int *)(Hs + ((size_t)l * hsn + m) * H + i) = 0;
+}
 /* the embedding's rank-r perturbation of a row's lane words e: p += av b for each rank (emb_acc, av = sign A_j[tok] sc), then
  * e = clip8(e + (p >> pshift)) (emb_apply). sm_90a (lanes, emb_lanes): p 2^(16 - pshift) summed (sc), so that its high half is
  * p >> pshift (|p| <= 16 * 90 * 127 < 2^18 at rank <= 16, noise values in -90..90: the sum stays below 2^30, and p >> pshift
@@ -398,10 +407,7 @@ __global__ void embed_vec_kernel(int rows, int n, int L, int r, int pshift, cons
     if (in) {
         const int g = (m0 + m) / group - gbase;
         const int tok = tokens[(size_t)g * rowlen + t0 + dt];
-        if (sub == 0) rz[row] = tok == 0;
-        if (tok == 0 && dt == 0)
-            for (int l = 0; l < L; l++)
-                for (int i = sub * 4; i < H; i += 4 * LPR) *(int *)(Hs + ((size_t)l * hsn + m) * H + i) = 0;
+        emb_row_start<H, LPR>(tok, dt, sub, row, m, L, hsn, rz, Hs);
         ld_words<K4>(e, E + (size_t)tok * H + off);
         if (noise) {
             const uint32_t pair = (uint32_t)((m0 + m) >> 1);
@@ -469,10 +475,7 @@ __global__ void __launch_bounds__(256) embed_walk_kernel(int rows, int n, int L,
             tok = tk[t + tsl];
             ld_words<K4>(en, E + (size_t)tok * H + off);
         }
-        if (sub == 0) rz[row] = tk0 == 0;
-        if (tk0 == 0 && t == 0)
-            for (int l = 0; l < L; l++)
-                for (int i = sub * 4; i < H; i += 4 * LPR) *(int *)(Hs + ((size_t)l * hsn + m) * H + i) = 0;
+        emb_row_start<H, LPR>(tk0, t, sub, row, m, L, hsn, rz, Hs);
         if (noise) {
             int pp[K4][4] = {};
 #pragma unroll

@@ -10,12 +10,17 @@
 /* wp: NULL, or the permuted copy of the matrix w (K columns; wperm_dst), kept equal */
 /* one parameter's step: w moves by 1 toward the sign of its votes z (read and zeroed) where |z| 16 >= thr; true when
  * the step happened (its new value in nw; *ch: it changed) */
+/* the step a parameter's votes z call for at threshold thr: +1, -1, or 0 where z is 0 or |z| 16 < thr */
+__device__ __forceinline__ int upd_dir(int32_t z, long long thr) {
+    const long long az = z < 0 ? -(long long)z : z;
+    return z == 0 || az * 16 < thr ? 0 : z > 0 ? 1 : -1;
+}
 __device__ __forceinline__ bool upd_step(int32_t *zp, long long thr, int8_t *w, int &nw, unsigned long long *ch) {
     const int32_t z = *zp;
     *zp = 0;
-    const long long az = z < 0 ? -(long long)z : z;
-    if (z == 0 || az * 16 < thr) return false;
-    nw = egg_clip8(*w + (z > 0 ? 1 : -1));
+    const int d = upd_dir(z, thr);
+    if (!d) return false;
+    nw = egg_clip8(*w + d);
     *ch = nw != *w;
     *w = (int8_t)nw;
     return true;
@@ -92,10 +97,9 @@ __global__ void __launch_bounds__(256) upd_mapply4_kernel(int nmat, const int4 *
             unsigned nw = w;
 #pragma unroll
             for (int q = 0; q < 4; q++) {
-                const int32_t zq = (&z.x)[q];
-                const long long az = zq < 0 ? -(long long)zq : zq;
-                if (zq != 0 && az * 16 >= thr) {
-                    const int ov = (int)(int8_t)(w >> 8 * q), v = egg_clip8(ov + (zq > 0 ? 1 : -1));
+                const int d = upd_dir((&z.x)[q], thr);
+                if (d) {
+                    const int ov = (int)(int8_t)(w >> 8 * q), v = egg_clip8(ov + d);
                     nw = (nw & ~(0xffu << 8 * q)) | ((unsigned)(v & 0xff) << 8 * q);
                     ch += v != ov;
                 }
