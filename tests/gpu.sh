@@ -20,7 +20,7 @@ finish() {
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 gtl=${EGG_GPU_TEST_TIMEOUT:-300} # seconds a config's GPU run may take (each takes a few)
 
-# deterministic English-ish corpus, plus a token file with an odd vocabulary
+# deterministic English-ish corpus, plus token files with an odd vocabulary (301) and vocabularies 128 and 512
 python3 - "$T" <<'PY'
 import random, sys, struct
 random.seed(7)
@@ -28,11 +28,11 @@ words = ("the of and to in a is that for it as was with be by on not he this are
          "but have an they you were her she there one all we their been has when who will more no if out").split()
 text = " ".join(random.choice(words) for _ in range(60000))
 open(sys.argv[1] + "/c.txt", "w").write(text)
-V = 301
-toks = [random.randrange(V) for _ in range(40000)]
-with open(sys.argv[1] + "/t.bin", "wb") as f:
-    f.write(b"EGGTOKS\0" + struct.pack("<IIIIQ", 1, 2, V, 0, len(toks)))
-    f.write(struct.pack("<%dH" % len(toks), *toks))
+for V, name in ((301, "t"), (128, "t128"), (512, "t512")):
+    toks = [random.randrange(V) for _ in range(40000)]
+    with open(sys.argv[1] + "/" + name + ".bin", "wb") as f:
+        f.write(b"EGGTOKS\0" + struct.pack("<IIIIQ", 1, 2, V, 0, len(toks)))
+        f.write(struct.pack("<%dH" % len(toks), *toks))
 PY
 
 backends=$($BIN --version | sed -n 's/^backends: //p')
@@ -175,9 +175,13 @@ configs=(
   "h512-r4-embedding-walks-timesteps|--hidden 512 --layers 1 --rank 4 --pop 256 --seq 5"
   "h256-r2-embedding-a-row-a-slot|--hidden 256 --layers 2 --rank 2 --pop 256 --seq 6|EGG_CUDA_EMBWALK=0"
   # the loss over more than 32 timesteps (its lanes take 32 at a time: three batches at seq 70, the last partial), at
-  # vocabularies 256 (loss_vec_kernel) and 301 (loss_kernel)
+  # vocabularies 128 and 256 (loss_rs_kernel; EGG_CUDA_LOSSRS=0: loss_vec_kernel), 512 (loss_vec_kernel) and 301 (loss_kernel)
   "h64-l2-r1-loss-seq70|--hidden 64 --layers 2 --rank 1 --pop 66 --seq 70"
   "h128-r2-loss-seq70|--hidden 128 --layers 1 --rank 2 --pop 66 --seq 70"
+  "h64-r1-loss-tokens-v128-seq45|--hidden 64 --layers 1 --rank 1 --pop 40 --seq 45 --data $T/t128.bin"
+  "h64-r2-loss-tokens-v512-seq45|--hidden 64 --layers 1 --rank 2 --pop 40 --seq 45 --data $T/t512.bin"
+  "h64-r1-loss-by-butterflies-seq70|--hidden 64 --layers 1 --rank 1 --pop 40 --seq 70|EGG_CUDA_LOSSRS=0"
+  "h64-r1-loss-by-butterflies-tokens-v128-seq45|--hidden 64 --layers 1 --rank 1 --pop 40 --seq 45 --data $T/t128.bin|EGG_CUDA_LOSSRS=0"
   "h64-r3-loss-tokens-v301-seq40|--hidden 64 --layers 1 --rank 3 --pop 34 --seq 40 --data $T/t.bin"
   # the vector tensors' votes four elements a thread by default (upd_vecs_kernel<4>), one (EGG_CUDA_VEC4=0)
   "h160-r2-vector-votes-an-element-a-thread|--hidden 160 --layers 2 --rank 2 --pop 130 --seq 6|EGG_CUDA_VEC4=0"

@@ -229,6 +229,7 @@ struct CudaImpl {
     int embln;                /* layer 0's EGG-LN1 inside the embedding kernel at hidden 128-512 (EGG_CUDA_EMBLN=0: an LN launch) */
     int lnwalk;               /* EGG-LN with the members' perturbed weights walking their timesteps (ln_walks; EGG_CUDA_LNWALK=0: off) */
     int embwalk;              /* the embedding with layer 0's EGG-LN1 walking each pair's timesteps (embed_walk_kernel; EGG_CUDA_EMBWALK=0: off) */
+    int lossrs;               /* the loss at vocabulary 128 / 256 by reduce-scatter (loss_rs_kernel; EGG_CUDA_LOSSRS=0: loss_vec_kernel) */
     cudaStream_t ps[EGG_PARTS_MAX];  /* the train forward's parts, one stream each (eval_parts) */
     cudaEvent_t pev[EGG_PARTS_MAX + 1];
     cudaEvent_t vev[2];       /* the update's vector votes on ps[0] beside the matrices' operands and GEMM: fork, join */
@@ -1139,6 +1140,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     c->embln = !(getenv("EGG_CUDA_EMBLN") && atoi(getenv("EGG_CUDA_EMBLN")) == 0);
     c->lnwalk = !(getenv("EGG_CUDA_LNWALK") && atoi(getenv("EGG_CUDA_LNWALK")) == 0);
     c->embwalk = !(getenv("EGG_CUDA_EMBWALK") && atoi(getenv("EGG_CUDA_EMBWALK")) == 0);
+    c->lossrs = !(getenv("EGG_CUDA_LOSSRS") && atoi(getenv("EGG_CUDA_LOSSRS")) == 0);
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));

@@ -809,7 +809,9 @@ static int forward(CudaImpl *c, Ctx *x, int noisy, int T, int group, int gbase, 
         if ((rc = mm(c, x, rows, EGG_T_HEAD(L), noisy, x->XN, x->logits, MODE_PLAIN, NULL, -1, NULL, NULL, &th, err))) return rc;
         prof_mark(c, P_HEAD);
         const int lb = (n + wpb - 1) / wpb;
-        if (c->ln_vec && V == 256) loss_vec_kernel<2><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        if (c->ln_vec && V == 256 && c->lossrs) loss_rs_kernel<2><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        else if (c->ln_vec && V == 128 && c->lossrs) loss_rs_kernel<1><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
+        else if (c->ln_vec && V == 256) loss_vec_kernel<2><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
         else if (c->ln_vec && V == 128) loss_vec_kernel<1><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
         else if (c->ln_vec && V == 512) loss_vec_kernel<4><<<lb, 32 * wpb, 0, c->st>>>(n, tc, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);
         else loss_kernel<<<lb, 32 * wpb, 0, c->st>>>(n, tc, V, x->logits, x->tokens, rowlen, t0, group, gbase, m0, x->scores);

@@ -549,6 +549,66 @@ __global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32
     if (lane == 0) scores[m] += sc;
 }
 
+/* loss_vec_kernel with a lane's partial sums of a batch's 32 timesteps held together (S[k]: timestep base + k, LB
+ * timesteps' rows loaded at a time) and summed over the warp by a reduce-scatter, after which lane k holds timestep base + k's
+ * sum: 31 shuffles a batch where the butterfly of each timestep took 5 (160), and the target's logit loaded by the lane
+ * whose timestep it is (EGG_CUDA_LOSSRS=0: loss_vec_kernel) */
+template <int O> __device__ __forceinline__ void rs_step(uint32_t (&S)[32], int lane) { /* one step of the reduce-scatter */
+    const bool up = lane & O;
+#pragma unroll
+    for (int i = 0; i < O; i++) {
+        const uint32_t keep = up ? S[i + O] : S[i], send = up ? S[i] : S[i + O];
+        S[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+    }
+}
+template <int K4> /* 64 registers (4 blocks an SM) and 8 rows in flight: 8 at 3 blocks, 4 rows, and 16 at 2 blocks ran slower (H200:
+                   * 152, 136, 178 against 121 us a launch at EGG-256x6), 5-6 blocks or 16 rows at 4 spill */
+__global__ void __launch_bounds__(256, 4) loss_rs_kernel(int n, int tc, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
+                                                         int gbase, int m0, int32_t *scores) {
+    constexpr int V = 128 * K4, LB = 8;
+    static_assert(words_consecutive<K4>(), "a lane's words consecutive");
+    __shared__ uint32_t exp2s[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
+    __syncthreads();
+    const int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (m >= n) return;
+    const int32_t *tk = tokens + (size_t)((m0 + m) / group - gbase) * rowlen + t0;
+    const int8_t *lm = logits + (size_t)m * V;
+    const size_t tstride = (size_t)n * V;
+    int32_t sc = 0;
+    for (int base = 0; base < tc; base += 32) {
+        uint32_t S[32];
+#pragma unroll
+        for (int g = 0; g < 32; g += LB) {
+            w4u l[LB][K4];
+#pragma unroll
+            for (int k = 0; k < LB; k++)
+                if (base + g + k < tc) ld_words<K4>(l[k], lm + (size_t)(base + g + k) * tstride + lane * 4 * K4);
+#pragma unroll
+            for (int k = 0; k < LB; k++) {
+                uint32_t v = 0;
+                if (base + g + k < tc)
+#pragma unroll
+                    for (int q = 0; q < K4; q++)
+#pragma unroll
+                        for (int c = 0; c < 4; c++) v += exp2s[l[k][q].b[c] + 128];
+                S[g + k] = v;
+            }
+        }
+        /* reduce-scatter: at step o a lane keeps the half of its 2 o sums whose index bit matches its lane bit o and adds
+         * the partner's copy of that half; after o = 1, S[0] is timestep base + lane's sum over the warp */
+        rs_step<16>(S, lane);
+        rs_step<8>(S, lane);
+        rs_step<4>(S, lane);
+        rs_step<2>(S, lane);
+        rs_step<1>(S, lane);
+        const int dt = base + lane;
+        if (dt < tc) sc += egg_loglik(lm[(size_t)dt * tstride + tk[dt + 1]], S[0]);
+    }
+    for (int o = 16; o; o >>= 1) sc += __shfl_xor_sync(0xffffffffu, sc, o);
+    if (lane == 0) scores[m] += sc;
+}
+
 /* warp per member: add the log-likelihoods of timesteps t0..t0+tc-1 (logits [time][members][V]) */
 __global__ void loss_kernel(int n, int tc, int V, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
                             int gbase, int m0, int32_t *scores) {
