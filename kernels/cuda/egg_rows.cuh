@@ -495,6 +495,18 @@ __global__ void emb_keys_kernel(int np, int m0, const uint64_t *seedep, uint64_t
     if (p < np) keys[p] = egg_noise_key(seedep[0], (uint32_t)seedep[1], EGG_T_EMB, (uint32_t)((m0 >> 1) + p));
 }
 
+/* a loss kernel's start (a warp a member): EXP2 into the block's table, then the warp's member m of the part, its lane and
+ * its group's token row at t0; false past the last member (after the block's barrier) */
+__device__ __forceinline__ bool loss_warp(uint32_t (&exp2s)[256], int n, const int32_t *tokens, int rowlen, int t0, int group, int gbase, int m0,
+                                          int &m, int &lane, const int32_t *&tk) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
+    __syncthreads();
+    m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    lane = threadIdx.x & 31;
+    if (m >= n) return false;
+    tk = tokens + (size_t)((m0 + m) / group - gbase) * rowlen + t0;
+    return true;
+}
 /* loss_kernel for V = 128 * K4 <= 4096 (a warp's sum of EXP2 < 2^32): word loads,
  * 32-bit sums, two timesteps per iteration, the target's logit by shuffle, and the
  * log-likelihoods of 32 timesteps computed by the 32 lanes at once */
@@ -504,11 +516,9 @@ __global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32
     constexpr int V = 128 * K4;
     static_assert(words_consecutive<K4>(), "a lane's words consecutive");
     __shared__ uint32_t exp2s[256];
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
-    __syncthreads();
-    const int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (m >= n) return;
-    const int32_t *tk = tokens + (size_t)((m0 + m) / group - gbase) * rowlen + t0;
+    int m, lane;
+    const int32_t *tk;
+    if (!loss_warp(exp2s, n, tokens, rowlen, t0, group, gbase, m0, m, lane, tk)) return;
     int32_t sc = 0;
     for (int base = 0; base < tc; base += 32) {
         uint32_t myS = 1;
@@ -568,11 +578,9 @@ __global__ void __launch_bounds__(256, 4) loss_rs_kernel(int n, int tc, const in
     constexpr int V = 128 * K4, LB = 8;
     static_assert(words_consecutive<K4>(), "a lane's words consecutive");
     __shared__ uint32_t exp2s[256];
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) exp2s[i] = EGG_EXP2[i];
-    __syncthreads();
-    const int m = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (m >= n) return;
-    const int32_t *tk = tokens + (size_t)((m0 + m) / group - gbase) * rowlen + t0;
+    int m, lane;
+    const int32_t *tk;
+    if (!loss_warp(exp2s, n, tokens, rowlen, t0, group, gbase, m0, m, lane, tk)) return;
     const int8_t *lm = logits + (size_t)m * V;
     const size_t tstride = (size_t)n * V;
     int32_t sc = 0;
