@@ -238,6 +238,21 @@ __global__ void ln16_kernel(int rows, int nm, const int8_t *X, const int8_t *w, 
     if (in) *(int4 *)(Y + (size_t)row * H + off) = y;
 }
 
+/* one halving step of a reduce-scatter over lanes o apart: of its 2 nh sums a lane keeps the upper half (up) or the lower
+ * and adds its partner's copy of that half (nh shuffles) */
+template <typename T, int N> __device__ __forceinline__ void shfl_halve(T (&v)[N], int nh, bool up, int o) {
+#pragma unroll
+    for (int i = 0; i < nh; i++) v[i] = (up ? v[i + nh] : v[i]) + __shfl_xor_sync(0xffffffffu, up ? v[i] : v[i + nh], o);
+}
+#ifdef EGG_MMP
+/* a walking kernel's row slot (lnxb_kernel, embed_walk_kernel; RPW rows a warp, row rl of the warp's): its pair p of the
+ * nm / 2, its first timestep ts (its slice), odd (the pair's second member) and the member 2 p + odd */
+template <int RPW> __device__ __forceinline__ int walk_slot(int nm, int rl, int &p, int &ts, int &odd) {
+    const int slot = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * RPW + rl, pw = slot >> 1, wrap = nm / 2;
+    p = pw % wrap; ts = pw / wrap; odd = slot & 1;
+    return 2 * p + odd;
+}
+#endif
 /* EGG-LN at H = 128, 256 and 512 with, at rank R = 2-4, the T rows of the NM GEMMs that read its output (Wf.x and Wh.x
  * after LN1; the head after the output LN): sign * y . B_j of each, as xb_kernel writes them, so that mmx_kernel needs
  * no pass of its own over y. LPR = H / 16 lanes a row, 16 bytes a lane as ln16_kernel; a warp takes 32 / LPR rows (at
@@ -252,9 +267,9 @@ __global__ void __launch_bounds__(256, 3) lnxb_kernel(int rows, int nm, const in
                                                    size_t bo, size_t bo2, int tsl, int8_t *Y, int32_t *T) {
     constexpr int LPR = H / 16, RPW = 32 / LPR, V = 4 * NM; /* lanes a row, rows a warp, sums a row (4 a matrix) */
     constexpr int NB = NM > 0 ? NM : 1, RB = R > 0 ? R : 1; /* Bc's extents (unused at NM = 0) */
-    const int lane = threadIdx.x & 31, rl = lane / LPR, sub = lane % LPR, off = sub * 16, wrap = nm / 2, tc = rows / nm;
-    const int slot = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * RPW + rl, pw = slot >> 1; /* row slot; its pair (and slice) */
-    const int p = pw % wrap, ts = pw / wrap, odd = slot & 1, m = 2 * p + odd;
+    const int lane = threadIdx.x & 31, sub = lane % LPR, off = sub * 16, tc = rows / nm;
+    int p, ts, odd;
+    const int m = walk_slot<RPW>(nm, lane / LPR, p, ts, odd);
     if (ts >= tsl || ts >= tc) return; /* whole warps (wrap is a multiple of a warp's pairs) */
     const int4 wl = __ldg((const int4 *)(wp + (size_t)m * H + off));
     const int8_t *nb = noise + (size_t)p * pstride;
@@ -285,8 +300,7 @@ __global__ void __launch_bounds__(256, 3) lnxb_kernel(int rows, int nm, const in
             for (int o = LPR / 2; o >= 1; o >>= 1) {
                 const bool b = sub & o;
                 if (nv > 1) {
-#pragma unroll
-                    for (int i = 0; i < nv / 2; i++) v[i] = (b ? v[i + nv / 2] : v[i]) + __shfl_xor_sync(0xffffffffu, b ? v[i] : v[i + nv / 2], o);
+                    shfl_halve(v, nv / 2, b, o);
                     idx += b ? nv / 2 : 0;
                     nv /= 2;
                 } else {
@@ -445,9 +459,9 @@ __global__ void __launch_bounds__(256) embed_walk_kernel(int rows, int n, int L,
                                                        int8_t *Hs, int hsn, const int8_t *lw, const int8_t *lnz, size_t lvoff,
                                                        const int8_t *lwp, int8_t *XN, int tsl) {
     constexpr int K4 = 4, H = 16 * LPR, RPW = 32 / LPR;
-    const int lane = threadIdx.x & 31, sub = lane % LPR, off = sub * 16, wrap = n / 2, tc = rows / n;
-    const int slot = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * RPW + lane / LPR, pw = slot >> 1; /* row slot; its pair */
-    const int p = pw % wrap, ts = pw / wrap, m = 2 * p + (slot & 1);
+    const int lane = threadIdx.x & 31, sub = lane % LPR, off = sub * 16, tc = rows / n;
+    int p, ts, odd;
+    const int m = walk_slot<RPW>(n, lane / LPR, p, ts, odd);
     if (ts >= tsl || ts >= tc) return; /* whole warps (wrap is a multiple of a warp's pairs) */
     const int4 wl = ln16_weights<LPR>(true, m, off, lw, lnz, pstride, lvoff, pshift, lwp);
     const int32_t *tk = tokens + (size_t)((m0 + m) / group - gbase) * rowlen + t0;
@@ -563,14 +577,6 @@ __global__ void loss_vec_kernel(int n, int tc, const int8_t *logits, const int32
  * timesteps' rows loaded at a time) and summed over the warp by a reduce-scatter, after which lane k holds timestep base + k's
  * sum: 31 shuffles a batch where the butterfly of each timestep took 5 (160), and the target's logit loaded by the lane
  * whose timestep it is (EGG_CUDA_LOSSRS=0: loss_vec_kernel) */
-template <int O> __device__ __forceinline__ void rs_step(uint32_t (&S)[32], int lane) { /* one step of the reduce-scatter */
-    const bool up = lane & O;
-#pragma unroll
-    for (int i = 0; i < O; i++) {
-        const uint32_t keep = up ? S[i + O] : S[i], send = up ? S[i] : S[i + O];
-        S[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
-    }
-}
 template <int K4> /* 64 registers (4 blocks an SM) and 8 rows in flight: 8 at 3 blocks, 4 rows, and 16 at 2 blocks ran slower (H200:
                    * 152, 136, 178 against 121 us a launch at EGG-256x6), 5-6 blocks or 16 rows at 4 spill */
 __global__ void __launch_bounds__(256, 4) loss_rs_kernel(int n, int tc, const int8_t *logits, const int32_t *tokens, int rowlen, int t0, int group,
@@ -605,11 +611,11 @@ __global__ void __launch_bounds__(256, 4) loss_rs_kernel(int n, int tc, const in
         }
         /* reduce-scatter: at step o a lane keeps the half of its 2 o sums whose index bit matches its lane bit o and adds
          * the partner's copy of that half; after o = 1, S[0] is timestep base + lane's sum over the warp */
-        rs_step<16>(S, lane);
-        rs_step<8>(S, lane);
-        rs_step<4>(S, lane);
-        rs_step<2>(S, lane);
-        rs_step<1>(S, lane);
+        shfl_halve(S, 16, lane & 16, 16);
+        shfl_halve(S, 8, lane & 8, 8);
+        shfl_halve(S, 4, lane & 4, 4);
+        shfl_halve(S, 2, lane & 2, 2);
+        shfl_halve(S, 1, lane & 1, 1);
         const int dt = base + lane;
         if (dt < tc) sc += egg_loglik(lm[(size_t)dt * tstride + tk[dt + 1]], S[0]);
     }

@@ -8,13 +8,13 @@
 
 /* update: apply the thresholded votes Z to n weights, count changes, clear Z */
 /* wp: NULL, or the permuted copy of the matrix w (K columns; wperm_dst), kept equal */
-/* one parameter's step: w moves by 1 toward the sign of its votes z (read and zeroed) where |z| 16 >= thr; true when
- * the step happened (its new value in nw; *ch: it changed) */
 /* the step a parameter's votes z call for at threshold thr: +1, -1, or 0 where z is 0 or |z| 16 < thr */
 __device__ __forceinline__ int upd_dir(int32_t z, long long thr) {
     const long long az = z < 0 ? -(long long)z : z;
     return z == 0 || az * 16 < thr ? 0 : z > 0 ? 1 : -1;
 }
+/* one parameter's step: w moves by 1 toward the sign of its votes z (read and zeroed) where |z| 16 >= thr; true when
+ * the step happened (its new value in nw; *ch: it changed) */
 __device__ __forceinline__ bool upd_step(int32_t *zp, long long thr, int8_t *w, int &nw, unsigned long long *ch) {
     const int32_t z = *zp;
     *zp = 0;
