@@ -1,4 +1,5 @@
-/* make test-gpu: the chunk recurrence's gate and mix on four members' bytes (rec_gate4, rec_mix4 in
+/* make test-gpu: the chunk recurrence's gate and mix on four members' bytes (rec_gate4, rec_mix4, and rec_gate4s,
+ * rec_mix4s from e + b added beforehand as int16 lanes by eb_lanes, in
  * kernels/cuda/egg_lanes.cuh, int16-lane arithmetic and the products taken from packed words) against the CPU
  * reference (egg_clip8, egg_gru_gate, egg_gru_mix of src/egg_math.h), exhaustively: every int8 input of every lane;
  * the residual's clipped add on int16 lanes (add_clip4_lanes) against egg_clip8; EGG-LN's word helpers
@@ -49,6 +50,14 @@ __global__ void check(Bad *bad) {
                 const int f = egg_clip8(v0[q] + v1[q] + v2[q]);
                 if (byte_of(p, q) != (int)(signed char)(f + 127) || byte_of(g, q) != egg_gru_gate(f, v3[q])) report(bad, 0, v0[q], v1[q], v2[q], v3[q]);
             }
+            /* the same from e + b + 127 as lanes (rreg_kernel at hidden 256, rank <= 1) */
+            unsigned ps;
+            const unsigned gs = rec_gate4s(lo2(yw), hi2(yw), eb_lanes<127, true>(pack(v1), pack(v2)), pack(v3), ps);
+            for (int q = 0; q < 4; q++) {
+                const int f = egg_clip8(v0[q] + v1[q] + v2[q]);
+                if (byte_of(ps, q) != (int)(signed char)(f + 127) || byte_of(gs, q) != egg_gru_gate(f, v3[q]))
+                    report(bad, 13, v0[q], v1[q], v2[q], v3[q]);
+            }
             /* mix: c = y = v0 (e = b = 0), f = v1 (p = f + 127), h = v2, x = v3 */
             int pf[4];
             for (int q = 0; q < 4; q++) pf[q] = v1[q] + 127;
@@ -69,6 +78,11 @@ __global__ void check(Bad *bad) {
             for (int q = 0; q < 4; q++) {
                 const int c = egg_clip8(v0[q] + v3[q] + v1[q]), h1 = egg_gru_mix(v2[q], c, v1[q]);
                 if (lane_of(hl, hu, q) != h1 || byte_of(r, q) != egg_clip8(h1 + v0[q])) report(bad, 2, v0[q], v1[q], v2[q], v3[q]);
+            }
+            rec_mix4s(lo2(yw), hi2(yw), eb_lanes<0, true>(pack(v3), pack(v1)), pack(pf2), pack(v1), yw, hl, hu, r);
+            for (int q = 0; q < 4; q++) {
+                const int c = egg_clip8(v0[q] + v3[q] + v1[q]), h1 = egg_gru_mix(v2[q], c, v1[q]);
+                if (lane_of(hl, hu, q) != h1 || byte_of(r, q) != egg_clip8(h1 + v0[q])) report(bad, 14, v0[q], v1[q], v2[q], v3[q]);
             }
         }
 }
@@ -216,17 +230,18 @@ int main() {
         printf("cuda_lanes: %s\n", cudaGetErrorString(e));
         return 1;
     }
-    static const char *what[13] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w",
+    static const char *what[15] = {"rec_gate4", "rec_mix4", "rec_mix4 (with e, b)", "add_clip4_lanes", "ln_word (x, w, d, got)", "abs_sum4w",
                                    "epi_pair_w (A, t, acc, 100 s + ps)", "epi_pair<1> (A, t, acc, 100 s + ps)",
                                    "epi_quad_r<4> in 64 bits (a, t0, acc, 1000 (100 s + ps) + output)",
                                    "epi_quad_r<4> in 32 bits (a, t0, acc, 1000 (100 s + ps) + output)", "epi_quad_r8<R> (a, t0, acc, 10 R + output)",
                                    "epi_quad_r<2> in 32 bits at K = 1024 (a, t0, acc, 1000 (100 s + ps) + output)",
-                                   "epi_quad_r9<R> (a, t0, acc, 10 R + output)"};
+                                   "epi_quad_r9<R> (a, t0, acc, 10 R + output)", "rec_gate4s (from eb_lanes<127>)",
+                                   "rec_mix4s (from eb_lanes<0>)"};
     if (h.n) {
         printf("cuda_lanes: %llu mismatches; first %s at inputs %d %d %d %d\n", h.n, what[h.what], h.a, h.b, h.c, h.d);
         return 1;
     }
-    printf("cuda_lanes: rec_gate4, rec_mix4, add_clip4_lanes and ln_word equal the CPU reference on every int8 input of every lane "
+    printf("cuda_lanes: rec_gate4, rec_mix4, their forms from eb_lanes (rec_gate4s, rec_mix4s), add_clip4_lanes and ln_word equal the CPU reference on every int8 input of every lane "
            "(ln_word: every divisor 1..127), abs_sum4w on every word, epi_pair_w and epi_pair<1> equal egg_mm_out over K = 4096's "
            "and K = 2048's ranges, epi_quad_r<4> over K = 4096's (64 bits) and K = 512's (32 bits), epi_quad_r<2> over K = 1024's (32 bits), "
            "epi_quad_r8<2..4> over K = 256's, epi_quad_r9<2..4> over K = 1024's (every int8 operand)\n");

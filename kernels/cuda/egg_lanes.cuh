@@ -1,7 +1,8 @@
 /* egg: byte and int16-lane arithmetic for sm_90 kernels, the chunk recurrence's gate and mix on four members'
  * bytes at a time, and the residual's clipped add. Included by kernels/cuda/egg_sm90.cuh (the sm_90a section)
- * and by tests/cuda_lanes.cu, which checks rec_gate4, rec_mix4 and add_clip4_lanes exhaustively against the CPU
- * reference (src/egg_math.h), and epi_quad_r at the bounds of its domain against egg_mm_out. */
+ * and by tests/cuda_lanes.cu, which checks rec_gate4, rec_mix4, their forms from eb_lanes (rec_gate4s, rec_mix4s)
+ * and add_clip4_lanes exhaustively against the CPU reference (src/egg_math.h), and epi_quad_r at the bounds of its
+ * domain against egg_mm_out. */
 #ifndef EGG_LANES_CUH
 #define EGG_LANES_CUH
 #include "cuda/egg_ln.cuh"  /* dp2a */
@@ -36,26 +37,53 @@ template <int k> __device__ __forceinline__ int sx8(unsigned w) { return (int)pr
  * whose lo is then a's lane 0 times w_2k and hi its lane 1 times w_2k+1: each lane's own product, one instruction
  * each, with no byte sign-extended on its own */
 template <int k> __device__ __forceinline__ unsigned dp2b(unsigned w) { return prmt<k ? 0x3442 : 0x1440>(w, 0); }
-/* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8, as int16 lanes yl: bytes 0, 1, yu: 2, 3),
- * e = Wf.x, b = bf, h = state: f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and
- * p = f + 127 (0..254). Each product (f + 127) h (|.| < 2^15) is one dp2a of the lanes of f + 127 and h's bytes;
- * g is its byte 1 */
-__device__ __forceinline__ unsigned rec_gate4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned h, unsigned &p) {
-    const unsigned l = add2(clip2_add(add2(yl, lo2(e)), lo2(b)), 0x007f007fu);
-    const unsigned u = add2(clip2_add(add2(yu, hi2(e)), hi2(b)), 0x007f007fu);
+/* the gate's products from the int16 lanes l (bytes 0, 1), u (bytes 2, 3) of f + 127 (0..254) and the state h's
+ * bytes: p = f + 127 as bytes, returns g = ((f + 127) h) >> 8 (egg_gru_gate). Each product (f + 127) h (|.| < 2^15)
+ * is one dp2a of the lanes of f + 127 and h's bytes; g is its byte 1 */
+__device__ __forceinline__ unsigned rec_gate_lanes(unsigned l, unsigned u, unsigned h, unsigned &p) {
     p = pack4(l, u);
     const unsigned h01 = dp2b<0>(h), h23 = dp2b<1>(h);
     const int q0 = dp2a<false>(l, h01, 0), q1 = dp2a<true>(l, h01, 0), q2 = dp2a<false>(u, h23, 0), q3 = dp2a<true>(u, h23, 0);
     return prmt<0x5410>(prmt<0x0051>((unsigned)q0, (unsigned)q1), prmt<0x0051>((unsigned)q2, (unsigned)q3));
 }
-/* phase 1 on four members' bytes: y = Uh.g (as int16 lanes yl, yu), e = Wh.x, b = bh, p = f + 127 (rec_gate4),
- * h = state, x = the layer's input: c = clip8(y + e + b), h' = clip8(h + (((f + 127)(c - h)) >> 8)) (egg_gru_mix),
- * returned as two int16-lane words; r = clip8(h' + x) as bytes. (c - h) p (|.| <= 254^2 < 2^23) is one dp2a of the
- * lanes of c - h and p's bytes (unsigned), its >> 8 bytes 1, 2 as an int16 lane; h' = h + that lies between c and
- * h, so it needs no clip */
-__device__ __forceinline__ void rec_mix4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned p, unsigned h, unsigned x,
-                                         unsigned &hl, unsigned &hu, unsigned &r) {
-    const unsigned cl = clip2_add(add2(yl, lo2(e)), lo2(b)), cu = clip2_add(add2(yu, hi2(e)), hi2(b));
+/* the chunk recurrence's phase 0 on four members' bytes: y = Uf.h (int8, as int16 lanes yl: bytes 0, 1, yu: 2, 3),
+ * e = Wf.x, b = bf, h = state: f = clip8(y + e + b); returns the gate g = ((f + 127) h) >> 8 (egg_gru_gate) and
+ * p = f + 127 (0..254) */
+__device__ __forceinline__ unsigned rec_gate4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned h, unsigned &p) {
+    const unsigned l = add2(clip2_add(add2(yl, lo2(e)), lo2(b)), 0x007f007fu);
+    const unsigned u = add2(clip2_add(add2(yu, hi2(e)), hi2(b)), 0x007f007fu);
+    return rec_gate_lanes(l, u, h, p);
+}
+/* e + b + K (K in each lane) of the gate or the mix on four members' bytes as two words of int16 lanes (l: bytes 0, 1;
+ * u: 2, 3): they do not wait for the MMA, so rreg_kernel adds them while it runs (PIN: the adds as volatile asm, which
+ * the compiler keeps before the MMA's wait, itself volatile asm) */
+struct eb2 { unsigned l, u; };
+template <unsigned K = 0, bool PIN = false> __device__ __forceinline__ eb2 eb_lanes(unsigned e, unsigned b) {
+    const unsigned k = K * 0x00010001u;
+    unsigned l, u;
+    if (PIN) {
+        asm volatile("add.s16x2 %0, %1, %2;" : "=r"(l) : "r"(lo2(e)), "r"(add2(lo2(b), k)));
+        asm volatile("add.s16x2 %0, %1, %2;" : "=r"(u) : "r"(hi2(e)), "r"(add2(hi2(b), k)));
+    } else {
+        l = add2(add2(lo2(e), lo2(b)), k);
+        u = add2(add2(hi2(e), hi2(b)), k);
+    }
+    return {l, u};
+}
+/* rec_gate4 from s = e + b + 127 (eb_lanes<127>): f + 127 is y + s clipped to 0..254, two instructions a lane pair
+ * after the MMA where rec_gate4 has five */
+__device__ __forceinline__ unsigned rec_gate4s(unsigned yl, unsigned yu, eb2 s, unsigned h, unsigned &p) {
+    unsigned l, u;
+    asm("min.s16x2 %0, %1, %2;" : "=r"(l) : "r"(__viaddmax_s16x2(yl, s.l, 0u)), "r"(0x00fe00feu));
+    asm("min.s16x2 %0, %1, %2;" : "=r"(u) : "r"(__viaddmax_s16x2(yu, s.u, 0u)), "r"(0x00fe00feu));
+    return rec_gate_lanes(l, u, h, p);
+}
+/* the mix from the int16 lanes cl, cu of c (clip8(y + e + b)), p = f + 127 (rec_gate4), h = state, x = the layer's
+ * input: h' = clip8(h + (((f + 127)(c - h)) >> 8)) (egg_gru_mix), returned as two int16-lane words; r = clip8(h' + x)
+ * as bytes. (c - h) p (|.| <= 254^2 < 2^23) is one dp2a of the lanes of c - h and p's bytes (unsigned), its >> 8
+ * bytes 1, 2 as an int16 lane; h' = h + that lies between c and h, so it needs no clip */
+__device__ __forceinline__ void rec_mix_lanes(unsigned cl, unsigned cu, unsigned p, unsigned h, unsigned x, unsigned &hl, unsigned &hu,
+                                              unsigned &r) {
     const unsigned h2l = lo2(h), h2u = hi2(h);
     const unsigned dl = __vsub2(cl, h2l), du = __vsub2(cu, h2u); /* one VIADD.16x2 each on sm_90 */
     const unsigned p01 = dp2b<0>(p), p23 = dp2b<1>(p);
@@ -64,6 +92,17 @@ __device__ __forceinline__ void rec_mix4(unsigned yl, unsigned yu, unsigned e, u
     hl = add2(prmt<0x6521>((unsigned)t0, (unsigned)t1), h2l);
     hu = add2(prmt<0x6521>((unsigned)t2, (unsigned)t3), h2u);
     r = pack4(clip2_add(hl, lo2(x)), clip2_add(hu, hi2(x)));
+}
+/* phase 1 on four members' bytes: y = Uh.g (as int16 lanes yl, yu), e = Wh.x, b = bh, p = f + 127, h = state,
+ * x = the layer's input: c = clip8(y + e + b), then rec_mix_lanes */
+__device__ __forceinline__ void rec_mix4(unsigned yl, unsigned yu, unsigned e, unsigned b, unsigned p, unsigned h, unsigned x,
+                                         unsigned &hl, unsigned &hu, unsigned &r) {
+    rec_mix_lanes(clip2_add(add2(yl, lo2(e)), lo2(b)), clip2_add(add2(yu, hi2(e)), hi2(b)), p, h, x, hl, hu, r);
+}
+/* rec_mix4 from s = e + b (eb_lanes<0>) */
+__device__ __forceinline__ void rec_mix4s(unsigned yl, unsigned yu, eb2 s, unsigned p, unsigned h, unsigned x, unsigned &hl, unsigned &hu,
+                                          unsigned &r) {
+    rec_mix_lanes(clip2_add(yl, s.l), clip2_add(yu, s.u), p, h, x, hl, hu, r);
 }
 /* clip8(y + o) on four int8 lanes as two words of int16 lanes (add_clip4's __vaddss4 / __vmaxs4 have no sm_90
  * instruction and compile to ~20 integer instructions a word; this is 9) */

@@ -382,6 +382,10 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
      * without it and none with it; at rank 2 the recurrence measured 1% slower with it, and at the other epilogues
      * and rank 1 ptxas spilled more */
     constexpr bool PB = R > 2 && EP == 2;
+    /* EBP: a phase's e + b (eb_lanes) added while its MMA runs, pinned before the wait, and the gate and mix from them
+     * (rec_gate4s, rec_mix4s): at rank <= 1 at H = 256 (the recurrence 585 -> 554 us a launch on an H200, and no spills
+     * where ptxas had spilled 8 bytes); at rank 4 there it measured 642 -> 652 us, at H = 128 rank 1 630 -> 646 */
+    constexpr bool EBP = H == 256 && R <= 1;
     int4 *lns = (int4 *)(As + 2 * 32 * RRA) + 2 * RBM;                      /* [RBM]: a row's sum |R| partials */
     int4 *tsx = R > 1 ? (int4 *)As : (int4 *)(As + 2 * 32 * RRA);          /* [2][RK][RBM]: a row's x.B_j partials of the H / 64
                                                                             * warpgroups (h, g) */
@@ -563,6 +567,12 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 if constexpr (R > 1) epi_r(ph, hr, Aj, yl, yu);
                 else epi(d, hr, tt[hr], EP == 2 ? Av[hr] : aload(ph, hr), yl, yu);
             };
+            eb2 es[2][4]; /* EBP: Wf.x + bf + 127 of the rows' words as int16 lanes, under the MMA (ef's and pf's registers) */
+            if constexpr (EBP)
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++)
+#pragma unroll
+                    for (int w = 0; w < 4; w++) es[hr][w] = eb_lanes<127, true>((unsigned)(&ef[hr].x)[w], (unsigned)(&pf[hr].x)[w]);
             terms(0);
             wg_wait<0>();
 #pragma unroll
@@ -574,7 +584,8 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
 #pragma unroll
                 for (int w = 0; w < 4; w++) {
                     unsigned p; /* f + 127 */
-                    (&gv.x)[w] = (int)rec_gate4(yl[w], yu[w], (unsigned)(&ef[hr].x)[w], (unsigned)(&pf[hr].x)[w], (unsigned)(&hv.x)[w], p);
+                    (&gv.x)[w] = EBP ? (int)rec_gate4s(yl[w], yu[w], es[hr][w], (unsigned)(&hv.x)[w], p)
+                                     : (int)rec_gate4(yl[w], yu[w], (unsigned)(&ef[hr].x)[w], (unsigned)(&pf[hr].x)[w], (unsigned)(&hv.x)[w], p);
                     (&pv.x)[w] = (int)p;
                 }
                 *(int4 *)(Gs + sw(row[hr], c0)) = gv;
@@ -596,6 +607,12 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
                 ph[hr] = pload(hr, 1);
                 if (PRE) bn[hr] = bload(hr, a.off_uf);
             }
+            eb2 ms[2][4]; /* EBP: Wh.x + bh, under the MMA */
+            if constexpr (EBP)
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++)
+#pragma unroll
+                    for (int w = 0; w < 4; w++) ms[hr][w] = eb_lanes<0, true>((unsigned)(&eh[hr].x)[w], (unsigned)(&ph[hr].x)[w]);
             terms(1);
             wg_wait<0>();
 #pragma unroll
@@ -608,8 +625,11 @@ __global__ void __launch_bounds__(rchunk_threads<H>(), H == 128 ? 2 : 1) rreg_ke
 #pragma unroll
                 for (int w = 0; w < 4; w++) {
                     unsigned hl, hu, r;
-                    rec_mix4(yl[w], yu[w], (unsigned)(&eh[hr].x)[w], (unsigned)(&ph[hr].x)[w], (unsigned)(&pv.x)[w], (unsigned)(&hv.x)[w],
-                             (unsigned)(&xv[hr].x)[w], hl, hu, r);
+                    if constexpr (EBP)
+                        rec_mix4s(yl[w], yu[w], ms[hr][w], (unsigned)(&pv.x)[w], (unsigned)(&hv.x)[w], (unsigned)(&xv[hr].x)[w], hl, hu, r);
+                    else
+                        rec_mix4(yl[w], yu[w], (unsigned)(&eh[hr].x)[w], (unsigned)(&ph[hr].x)[w], (unsigned)(&pv.x)[w], (unsigned)(&hv.x)[w],
+                                 (unsigned)(&xv[hr].x)[w], hl, hu, r);
                     (&ho.x)[w] = rz[hr] ? 0 : (int)pack4(hl, hu);
                     (&ro.x)[w] = (int)r;
                     if (lnf) {
