@@ -115,6 +115,11 @@ struct Ctx {
     int mb, hsn;
     size_t lnp_at;
 };
+/* a path's A/B switch: on unless the variable is set to 0 (EGG_CUDA_X=0 turns path X off) */
+static bool env_on(const char *name) {
+    const char *e = getenv(name);
+    return !(e && atoi(e) == 0);
+}
 /* bytes of one timestep of a chunk for n members */
 static size_t ctx_step_bytes(int n, int H, int V) { return (size_t)n * (9 * (size_t)H + (size_t)V + 1); }
 /* timesteps per chunk: as many as fit in `budget` bytes (at least one), balanced over the chunks.
@@ -507,8 +512,7 @@ static int upd_mapply(CudaImpl *c, int32_t *Z, bool zpar, long long thr, egg_err
     if (!c->mtab) {
         std::vector<int4> mt;
         std::vector<long long> mz, mp;
-        const char *e4 = getenv("EGG_CUDA_MAPPLY4");
-        c->mapply4 = !(e4 && atoi(e4) == 0);
+        c->mapply4 = env_on("EGG_CUDA_MAPPLY4");
         for (int id = 0; id < m->ntensors; id++) { /* four a thread: whole words in one row, 16-byte vote loads */
             const egg_tensor *t = &m->t[id];
             if (t->kind != EGG_T_VEC && (t->cols % 4 || t->off % 4 || (c->gZ.size() == (size_t)m->ntensors && c->gZ[id] % 4))) c->mapply4 = 0;
@@ -1049,7 +1053,7 @@ extern "C" double egg_cuda_mma_peak_tops(int dev) {
     CUtensorMap tmx, tmw;
     memset(&tmx, 0, sizeof tmx);
     memset(&tmw, 0, sizeof tmw);
-    if (have && !(getenv("EGG_CUDA_TMA") && atoi(getenv("EGG_CUDA_TMA")) == 0)) {
+    if (have && env_on("EGG_CUDA_TMA")) {
         PFN_cuTensorMapEncodeTiled_v12000 enc = tmap_encoder();
         a.tma = enc && tmap_2d(enc, &tmx, x, n, n, n, BM) && tmap_2d(enc, &tmw, w, n, n, n, BN);
     }
@@ -1134,13 +1138,13 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaMallocHost((void **)&c->hch, sizeof *c->hch));
     CK(cudaEventCreate(&c->uev));
     c->parts_env = getenv("EGG_CUDA_PARTS") ? atoi(getenv("EGG_CUDA_PARTS")) : -1;
-    c->noisew = !(getenv("EGG_CUDA_NOISEW") && atoi(getenv("EGG_CUDA_NOISEW")) == 0);
+    c->noisew = env_on("EGG_CUDA_NOISEW");
     c->ops4 = getenv("EGG_CUDA_OPS4") ? atoi(getenv("EGG_CUDA_OPS4")) : 2;
     c->ops4 = c->ops4 < 0 ? 0 : c->ops4 > 2 ? 2 : c->ops4;
-    c->embln = !(getenv("EGG_CUDA_EMBLN") && atoi(getenv("EGG_CUDA_EMBLN")) == 0);
-    c->lnwalk = !(getenv("EGG_CUDA_LNWALK") && atoi(getenv("EGG_CUDA_LNWALK")) == 0);
-    c->embwalk = !(getenv("EGG_CUDA_EMBWALK") && atoi(getenv("EGG_CUDA_EMBWALK")) == 0);
-    c->lossrs = !(getenv("EGG_CUDA_LOSSRS") && atoi(getenv("EGG_CUDA_LOSSRS")) == 0);
+    c->embln = env_on("EGG_CUDA_EMBLN");
+    c->lnwalk = env_on("EGG_CUDA_LNWALK");
+    c->embwalk = env_on("EGG_CUDA_EMBWALK");
+    c->lossrs = env_on("EGG_CUDA_LOSSRS");
     CK(cudaMalloc(&c->params, m->nparams));
     CK(cudaMemcpy(c->params, m->params, m->nparams, cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c->noise, (size_t)(np > 0 ? np : 1) * c->pstride));
@@ -1156,7 +1160,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         const size_t lb = (size_t)(4 * m->L + 1) * (size_t)n * m->H;
         const char *e = getenv("EGG_CUDA_LNPERT");
         c->lnp = NULL;
-        c->ln2_fuse = !(getenv("EGG_CUDA_LN2FUSE") && atoi(getenv("EGG_CUDA_LN2FUSE")) == 0);
+        c->ln2_fuse = env_on("EGG_CUDA_LN2FUSE");
         if (n > 0 && m->H % 4 == 0 && !(e && atoi(e) == 0) && lb <= (fr - need) / 8) CK(cudaMalloc(&c->lnp, lb));
         if (c->lnp) { /* lnpert_kernel's table: vector v's tensor (LN1, LN2 of each layer, the output LN, then each
                        * layer's bf, bh) at params + .x, its noise at + .y in a pair's blob */
@@ -1186,8 +1190,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         std::vector<int4> vt, vt4;
         std::vector<long long> vo, vn;
         int zo = 0, yb = 0, yb4 = 0;
-        const char *ev4 = getenv("EGG_CUDA_VEC4");
-        bool v4 = !(ev4 && atoi(ev4) == 0) && c->pstride % 4 == 0; /* upd_vecs_kernel<4>: word loads and word-aligned votes */
+        bool v4 = env_on("EGG_CUDA_VEC4") && c->pstride % 4 == 0; /* upd_vecs_kernel<4>: word loads and word-aligned votes */
         for (int id = 0; id < m->ntensors && !(eg && atoi(eg) == 0); id++) {
             const egg_tensor *t = &m->t[id];
             if (t->kind != EGG_T_VEC) continue;
@@ -1236,7 +1239,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
     c->nsm = prop.multiProcessorCount;
-    c->ln_vec = !(getenv("EGG_CUDA_LNVEC") && atoi(getenv("EGG_CUDA_LNVEC")) == 0);
+    c->ln_vec = env_on("EGG_CUDA_LNVEC");
 #ifdef EGG_MMP
     {
         lnq t[128];
@@ -1275,9 +1278,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         CK(cudaStreamSynchronize(c->st));
         CK(cudaFree(probe));
         c->tmap_encode = NULL;
-        if (have && c->mmp_ctas > 0 && !(getenv("EGG_CUDA_TMA") && atoi(getenv("EGG_CUDA_TMA")) == 0)) c->tmap_encode = tmap_encoder();
+        if (have && c->mmp_ctas > 0 && env_on("EGG_CUDA_TMA")) c->tmap_encode = tmap_encoder();
         c->mmw_ctas = 0;
-        if (c->tmap_encode && !(getenv("EGG_CUDA_WS") && atoi(getenv("EGG_CUDA_WS")) == 0) &&
+        if (c->tmap_encode && env_on("EGG_CUDA_WS") &&
             (size_t)mmw_smem_bytes() <= prop.sharedMemPerBlockOptin) {
 #define MMW_ATTR(M, R) CK(cudaFuncSetAttribute(mmw_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmw_smem_bytes()));
             MMW_ATTR(MODE_PLAIN, 0) MMW_ATTR(MODE_PLAIN, 1) MMW_ATTR(MODE_RESID, 0) MMW_ATTR(MODE_RESID, 1) MMW_ATTR(MODE_UPDATE, 0)
