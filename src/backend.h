@@ -91,12 +91,14 @@ int egg_backend_cuda_create(egg_backend *b, const egg_config *c, const egg_model
 int egg_cuda_device_count(void);
 int egg_cuda_nccl_uid(unsigned char *uid128); /* 0 on success, -1 without NCCL */
 double egg_cuda_mma_peak_tops(int dev);        /* plain 8192^3 int8 GEMM rate, TOPS */
+double egg_cuda_blas_peak_tops(int dev, const char **why); /* the same GEMM by cuBLAS (dlopen); 0 and *why without */
 #endif
 #ifdef EGG_HAVE_HIP /* the same kernels built by hipcc (kernels/hip/egg_hip.cpp) */
 int egg_backend_hip_create(egg_backend *b, const egg_config *c, const egg_model *m, int m0, int m1, int device, egg_err *err);
 int egg_hip_device_count(void);
 int egg_hip_nccl_uid(unsigned char *uid128); /* RCCL; -1 without */
 double egg_hip_mma_peak_tops(int dev);
+double egg_hip_blas_peak_tops(int dev, const char **why); /* 0: no rocBLAS counterpart */
 #endif
 
 #endif

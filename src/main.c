@@ -178,6 +178,17 @@ static double gpu_mma_peak_tops(const egg_backend *be) {
     return 0;
 }
 
+/* the same GEMM by the vendor's library (cuBLAS on CUDA); 0 with *why where it cannot run, NULL *why where the
+ * backend has none to try */
+static double gpu_blas_peak_tops(const egg_backend *be, const char **why) {
+    *why = NULL;
+#ifdef EGG_HAVE_CUDA
+    if (be->device_id >= 0 && !strcmp(be->name, "cuda")) return egg_cuda_blas_peak_tops(be->device_id, why);
+#endif
+    (void)be;
+    return 0;
+}
+
 static int select_backend(run *R, egg_err *err) {
     egg_config *c = &R->c;
     int p0 = R->p0, p1 = R->p1;
@@ -835,14 +846,19 @@ int main(int argc, char **argv) {
                tps, t_steps / nsteps, t_eval / nsteps, t_eval_max / nsteps, t_exch / nsteps, t_upd / nsteps,
                100.0 * t_upd / t_steps, 2.0 * macs * tok / t_eval_max / 1e9);
         double fwd = tok / t_eval_max;
-        double tops = 2.0 * macs * tps / 1e12, peak = 0;
+        double tops = 2.0 * macs * tps / 1e12, peak = 0, blas = 0;
+        const char *why = NULL;
         egg_range_push("mma_peak");
         peak = gpu_mma_peak_tops(&R.be);
+        blas = gpu_blas_peak_tops(&R.be, &why);
         egg_range_pop();
         printf("egg: bench forward_tok_per_s=%.0f train_over_forward=%.1f%% int8_tops=%.3f", fwd, 100.0 * tps / fwd, tops);
-        /* the peak is one GPU's; the job's rate is against all R.d.world of them */
+        /* the peaks are one GPU's; the job's rate is against all R.d.world of them */
         if (peak > 0) printf(" mma_peak_tops=%.1f pct_of_peak=%.1f%%", peak, 100.0 * tops / (peak * R.d.world));
+        if (blas > 0) printf(" blas_peak_tops=%.1f pct_of_blas=%.1f%%", blas, 100.0 * tops / (blas * R.d.world));
+        else if (why) printf(" blas_peak_tops=none");
         printf("\n");
+        if (blas <= 0 && why) printf("egg: bench: no cuBLAS reference rate: %s\n", why);
     }
     if (R.d.rank == 0) {
         printf("egg: done steps=%lld checksum=%016llx train_bpb=%.4f val_bpb=%.4f tok_per_s=%.0f\n", (long long)R.step,

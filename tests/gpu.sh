@@ -355,6 +355,44 @@ for gb in $gpus; do
       else bad cuda-lanes-exhaustive "$(tail -1 "$T/lanes")"; fi
     else sk cuda-lanes-exhaustive "build/cuda_lanes not built (make builds it where nvcc is found)"; fi
   fi
+  # --bench's int8 rate against the two 8192^3 GEMMs it times: mma_peak_tops (the persistent kernel's own) and
+  # blas_peak_tops (cuBLAS, loaded at run time): each pct_of_* must be 100 int8_tops / its peak, and where Python's
+  # ctypes can load libcublas (the names egg tries) the cuBLAS rate must be there, else "blas_peak_tops=none" with
+  # the reason on its own line. GPU_ONLY: where it matches "bench-rates"
+  if [ "$gb" = cuda ] && { [ -z "${GPU_ONLY:-}" ] || [[ bench-rates =~ $GPU_ONLY ]]; }; then
+    $BIN --data "$T/c.txt" --hidden 128 --layers 2 --seq 32 --pop 8192 --bench --steps 2 --backend cuda >"$T/bench" 2>&1; rc=$?
+    msg=$(python3 - "$T/bench" "$rc" <<'PY'
+import ctypes, re, sys
+out = open(sys.argv[1]).read()
+lines = [l for l in out.splitlines() if l.startswith("egg: bench forward_tok_per_s=")]
+if sys.argv[2] != "0" or len(lines) != 1:
+    sys.exit("exit %s, %d rate lines: %s" % (sys.argv[2], len(lines), out.strip().splitlines()[-1:]))
+f = dict(re.findall(r"(\w+)=(\S+)", lines[0]))
+def pct(key, peak):
+    want = 100.0 * float(f["int8_tops"]) / float(f[peak])
+    if abs(float(f[key].rstrip("%")) - want) > 0.051: sys.exit("%s=%s, not 100 int8_tops / %s = %.2f" % (key, f[key], peak, want))
+if not 50 < float(f.get("mma_peak_tops", 0)) < 20000: sys.exit("mma_peak_tops=%s" % f.get("mma_peak_tops"))
+pct("pct_of_peak", "mma_peak_tops")
+have = False
+for nm in ("libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"):
+    try: ctypes.CDLL(nm); have = True; break
+    except OSError: pass
+b = f.get("blas_peak_tops")
+if have:
+    if b is None or b == "none" or not 50 < float(b) < 20000: sys.exit("libcublas loads here but blas_peak_tops=%s: %s" % (b, out.strip().splitlines()[-2:]))
+    pct("pct_of_blas", "blas_peak_tops")
+elif b != "none" or "egg: bench: no cuBLAS reference rate: " not in out:
+    sys.exit("no libcublas here, but blas_peak_tops=%s and no reason line" % b)
+print("mma %s, cuBLAS %s TOPS" % (f["mma_peak_tops"], b))
+PY
+)
+    if [ $? -eq 0 ]; then ok "cuda-bench-rates"; echo "  ($msg)"; else bad cuda-bench-rates "$msg"; fi
+    # EGG_CUDA_BLAS=0: as where cuBLAS is missing, the field says none and a line says why; the run itself succeeds
+    EGG_CUDA_BLAS=0 $BIN --data "$T/c.txt" --hidden 64 --layers 1 --seq 16 --pop 256 --bench --steps 2 --backend cuda >"$T/bench0" 2>&1; rc=$?
+    if [ $rc -eq 0 ] && grep -q '^egg: bench forward_tok_per_s=.* mma_peak_tops=[0-9.]* pct_of_peak=[0-9.]*% blas_peak_tops=none$' "$T/bench0" &&
+       grep -qx 'egg: bench: no cuBLAS reference rate: EGG_CUDA_BLAS=0' "$T/bench0"; then ok cuda-bench-rates-no-blas
+    else bad cuda-bench-rates-no-blas "exit $rc: $(grep '^egg: bench' "$T/bench0" | tail -2 | tr '\n' '|')"; fi
+  fi
   # repeatability at full scale, 32768 members: three runs with the kernels serialised (EGG_PROFILE, where a TMA refill
   # racing a thread's last shared-memory reads showed most: EGG-256x6 at rank 4 gave another checksum in 4 of 6 such
   # runs of 16 steps before the proxy fences of mbar_release_read) and one real run: the same weights every time.

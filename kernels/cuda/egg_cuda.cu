@@ -35,6 +35,7 @@
 #if !defined(__HIPCC__)
 #include <cuda.h>         /* CUtensorMap: the persistent GEMM's TMA descriptors */
 #include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled (from the runtime's driver entry point: no -lcuda) */
+#include <dlfcn.h>        /* cuBLAS for --bench's reference GEMM, loaded at run time (egg_cuda_blas_peak_tops) */
 #endif
 #include <stdint.h>
 #include <stdio.h>
@@ -1081,6 +1082,86 @@ extern "C" double egg_cuda_mma_peak_tops(int dev) {
     cudaFree(x); cudaFree(w); cudaFree(y); cudaFree(probe);
     if (cudaGetLastError() != cudaSuccess || ms <= 0) return 0;
     return 2.0 * n * (double)n * n * reps / (ms * 1e-3) / 1e12;
+}
+
+/* The same 8192^3 int8 GEMM by cuBLAS (cublasGemmEx: int8 in, int32 out, A transposed, the layout its int8 kernels
+ * take), timed the same way: the vendor's rate that --bench also reports the training's int8 rate against, where the
+ * persistent kernel above measures this code's own. cuBLAS is loaded at run time (dlopen), so that egg_mgpu builds and
+ * runs without it; 0 where it is not found, a symbol or the device memory is missing, or the GEMM fails, with why in
+ * *why (and with EGG_CUDA_BLAS=0, which tests that path). The HIP build has no rocBLAS counterpart: 0. */
+#if !defined(__HIPCC__)
+namespace blas_ref { /* the few cuBLAS names this needs, by their values in cublas_api.h (CUDA 12 and 13) */
+typedef int (*create_fn)(void **);
+typedef int (*destroy_fn)(void *);
+typedef int (*gemm_ex_fn)(void *, int, int, int, int, int, const void *, const void *, int, int, const void *, int, int, const void *, void *, int, int,
+                          int, int);
+enum { OP_N = 0, OP_T = 1, COMPUTE_32I = 72, GEMM_DEFAULT = -1 };
+} // namespace blas_ref
+#if __has_include(<cublas_api.h>)
+#include <cublas_api.h>
+static_assert(blas_ref::OP_N == CUBLAS_OP_N && blas_ref::OP_T == CUBLAS_OP_T && blas_ref::COMPUTE_32I == CUBLAS_COMPUTE_32I &&
+                  blas_ref::GEMM_DEFAULT == CUBLAS_GEMM_DEFAULT,
+              "cuBLAS's enum values");
+#endif
+#endif
+extern "C" double egg_cuda_blas_peak_tops(int dev, const char **why) {
+    *why = "no cuBLAS in the HIP build";
+#if !defined(__HIPCC__)
+    *why = "EGG_CUDA_BLAS=0";
+    if (!env_on("EGG_CUDA_BLAS")) return 0;
+    static void *lib = NULL; /* loaded once, kept: cuBLAS is not unloaded while the process runs */
+    if (!lib) {
+        const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"};
+        for (const char *nm : names)
+            if (!lib) lib = dlopen(nm, RTLD_NOW | RTLD_LOCAL);
+    }
+    *why = "libcublas.so not found (LD_LIBRARY_PATH)";
+    if (!lib) return 0;
+    const auto create = (blas_ref::create_fn)dlsym(lib, "cublasCreate_v2");
+    const auto destroy = (blas_ref::destroy_fn)dlsym(lib, "cublasDestroy_v2");
+    const auto gemm = (blas_ref::gemm_ex_fn)dlsym(lib, "cublasGemmEx");
+    *why = "libcublas.so lacks cublasCreate_v2, cublasDestroy_v2 or cublasGemmEx";
+    if (!create || !destroy || !gemm) return 0;
+    const int n = 8192, reps = 10;
+    int8_t *a = NULL, *b = NULL;
+    int32_t *c = NULL;
+    void *h = NULL;
+    *why = "no device memory for its 384 MB";
+    if (cudaSetDevice(dev) != cudaSuccess || cudaMalloc(&a, (size_t)n * n) != cudaSuccess || cudaMalloc(&b, (size_t)n * n) != cudaSuccess ||
+        cudaMalloc(&c, (size_t)n * n * sizeof(int32_t)) != cudaSuccess) {
+        cudaFree(a); cudaFree(b); cudaFree(c); cudaGetLastError();
+        return 0;
+    }
+    cudaMemset(a, 3, (size_t)n * n); /* the operands of egg_cuda_mma_peak_tops */
+    cudaMemset(b, 5, (size_t)n * n);
+    double tops = 0;
+    *why = "cublasCreate failed";
+    if (create(&h) == 0) {
+        const int32_t alpha = 1, beta = 0;
+        int st = 0;
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0); cudaEventCreate(&e1);
+        for (int i = 0; i <= reps && st == 0; i++) { /* one warm-up, then reps timed */
+            if (i == 1) cudaEventRecord(e0);
+            st = gemm(h, blas_ref::OP_T, blas_ref::OP_N, n, n, n, &alpha, a, CUDA_R_8I, n, b, CUDA_R_8I, n, &beta, c, CUDA_R_32I, n,
+                      blas_ref::COMPUTE_32I, blas_ref::GEMM_DEFAULT);
+        }
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        cudaEventDestroy(e0); cudaEventDestroy(e1);
+        *why = "cublasGemmEx failed";
+        if (st == 0 && cudaGetLastError() == cudaSuccess && ms > 0) tops = 2.0 * n * (double)n * n * reps / (ms * 1e-3) / 1e12;
+        destroy(h);
+    }
+    cudaFree(a); cudaFree(b); cudaFree(c); cudaGetLastError();
+    if (tops > 0) *why = "";
+    return tops;
+#else
+    (void)dev;
+    return 0;
+#endif
 }
 
 extern "C" int egg_cuda_device_count(void) {

@@ -6,7 +6,8 @@
  * dot4), which stands in for the PTX helpers egg_mm.cuh keeps behind
  * !__HIPCC__. This file only gives the HIP build its own names, so that a
  * binary with both backends links: the C entry points become
- *   egg_backend_hip_create, egg_hip_device_count, egg_hip_nccl_uid, egg_hip_mma_peak_tops
+ *   egg_backend_hip_create, egg_hip_device_count, egg_hip_nccl_uid, egg_hip_mma_peak_tops,
+ *   egg_hip_blas_peak_tops
  * and every kernel and helper lives in namespace egg_hip (the CUDA object's
  * are global), including the __host__ __device__ inlines whose values differ
  * between the builds (the GEMM's shared-memory plan). A new extern "C" function
@@ -41,6 +42,7 @@ extern "C" {
 #define egg_cuda_device_count egg_hip_device_count
 #define egg_cuda_nccl_uid egg_hip_nccl_uid
 #define egg_cuda_mma_peak_tops egg_hip_mma_peak_tops
+#define egg_cuda_blas_peak_tops egg_hip_blas_peak_tops
 
 #ifndef EGG_CUDA_SOURCE
 #define EGG_CUDA_SOURCE "../cuda/egg_cuda.cu"
