@@ -1099,8 +1099,8 @@ enum { OP_N = 0, OP_T = 1, COMPUTE_32I = 72, GEMM_DEFAULT = -1 };
 } // namespace blas_ref
 #if __has_include(<cublas_api.h>)
 #include <cublas_api.h>
-static_assert(blas_ref::OP_N == CUBLAS_OP_N && blas_ref::OP_T == CUBLAS_OP_T && blas_ref::COMPUTE_32I == CUBLAS_COMPUTE_32I &&
-                  blas_ref::GEMM_DEFAULT == CUBLAS_GEMM_DEFAULT,
+static_assert((int)blas_ref::OP_N == (int)CUBLAS_OP_N && (int)blas_ref::OP_T == (int)CUBLAS_OP_T &&
+                  (int)blas_ref::COMPUTE_32I == (int)CUBLAS_COMPUTE_32I && (int)blas_ref::GEMM_DEFAULT == (int)CUBLAS_GEMM_DEFAULT,
               "cuBLAS's enum values");
 #endif
 #endif
@@ -1239,10 +1239,9 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
     CK(cudaMalloc(&c->ekeys, sizeof(uint64_t) * (size_t)(np > 0 ? np : 1)));
     {   /* the perturbed LN weights where they take at most an eighth of what the plan leaves free (EGG_CUDA_LNPERT=0: off) */
         const size_t lb = (size_t)(4 * m->L + 1) * (size_t)n * m->H;
-        const char *e = getenv("EGG_CUDA_LNPERT");
         c->lnp = NULL;
         c->ln2_fuse = env_on("EGG_CUDA_LN2FUSE");
-        if (n > 0 && m->H % 4 == 0 && !(e && atoi(e) == 0) && lb <= (fr - need) / 8) CK(cudaMalloc(&c->lnp, lb));
+        if (n > 0 && m->H % 4 == 0 && env_on("EGG_CUDA_LNPERT") && lb <= (fr - need) / 8) CK(cudaMalloc(&c->lnp, lb));
         if (c->lnp) { /* lnpert_kernel's table: vector v's tensor (LN1, LN2 of each layer, the output LN, then each
                        * layer's bf, bh) at params + .x, its noise at + .y in a pair's blob */
             const int L = m->L;
@@ -1267,12 +1266,12 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         size_t zmax = 0;
         for (int id = 0; id < m->ntensors; id++) if (m->t[id].size > zmax) zmax = m->t[id].size;
         /* the vector tensors' update in one launch (EGG_CUDA_UGROUP=0: a launch per vector, as per matrix) */
-        const char *eg = getenv("EGG_CUDA_UGROUP");
+        const bool ug = env_on("EGG_CUDA_UGROUP");
         std::vector<int4> vt, vt4;
         std::vector<long long> vo, vn;
         int zo = 0, yb = 0, yb4 = 0;
         bool v4 = env_on("EGG_CUDA_VEC4") && c->pstride % 4 == 0; /* upd_vecs_kernel<4>: word loads and word-aligned votes */
-        for (int id = 0; id < m->ntensors && !(eg && atoi(eg) == 0); id++) {
+        for (int id = 0; id < m->ntensors && ug; id++) {
             const egg_tensor *t = &m->t[id];
             if (t->kind != EGG_T_VEC) continue;
             if (t->rows % 4 || t->off % 4 || c->noff[id] % 4) v4 = false;
@@ -1337,7 +1336,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
         const char *e = getenv("EGG_CUDA_MMP");
         const int sm = mmp_smem_bytes();
         c->mmp_ctas = 0;
-        if (!(e && atoi(e) == 0) && (size_t)sm <= prop.sharedMemPerBlockOptin) {
+        if (env_on("EGG_CUDA_MMP") && (size_t)sm <= prop.sharedMemPerBlockOptin) {
 #define MMP_ATTR(M, R)                                                                                               \
     CK(cudaFuncSetAttribute(mmp_kernel<M, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));                       \
     CK(cudaFuncSetAttribute(mmp_kernel<M, R>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
@@ -1372,10 +1371,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             MMWP_ATTR(MODE_RESID, 1, 0) MMWP_ATTR(MODE_RESID, 0, 0)
 #undef MMWP_ATTR
 #undef MMW_ATTR
-            const char *ex = getenv("EGG_CUDA_XRES");
-            c->mmx = !(ex && atoi(ex) == 0) && (size_t)mmx_smem_bytes(1) <= prop.sharedMemPerBlockOptin;
-            const char *er = getenv("EGG_CUDA_RESW");
-            c->resw = !(er && atoi(er) == 0);
+            c->mmx = env_on("EGG_CUDA_XRES") && (size_t)mmx_smem_bytes(1) <= prop.sharedMemPerBlockOptin;
+            c->resw = env_on("EGG_CUDA_RESW");
             if (c->mmx) {
 #define MMX_ATTR(R, EP, KT, D) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes(D)));
                 MMX_ATTR(1, 2, 4, 0) MMX_ATTR(1, 1, 4, 0) MMX_ATTR(1, 0, 4, 0) MMX_ATTR(0, 0, 4, 0)
@@ -1383,12 +1380,10 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 MMX_ATTR(1, 2, 2, 1) MMX_ATTR(1, 1, 2, 1) MMX_ATTR(1, 0, 2, 1) MMX_ATTR(0, 0, 2, 1)
                 MMX_ATTR(1, 0, 8, 0) MMX_ATTR(0, 0, 8, 0) MMX_ATTR(1, 0, 6, 0) MMX_ATTR(0, 0, 6, 0)
 #undef MMX_ATTR
-                const char *e5 = getenv("EGG_CUDA_MMX512");
-                c->mmx512 = !(e5 && atoi(e5) == 0);
+                c->mmx512 = env_on("EGG_CUDA_MMX512");
             }
             { /* the grouped update: every matrix's operand rows stacked, its votes in Zg (EGG_CUDA_UGROUP=0: off) */
-                const char *eg = getenv("EGG_CUDA_UGROUP");
-                c->ugroup = !(eg && atoi(eg) == 0);
+                c->ugroup = env_on("EGG_CUDA_UGROUP");
                 const int nt = m->ntensors;
                 c->gA.assign((size_t)nt, 0); c->gB.assign((size_t)nt, 0); c->gZ.assign((size_t)nt, 0);
                 std::vector<int4> tab((size_t)nt, make_int4(0, 0, 0, 0));
@@ -1416,12 +1411,10 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                     }
                 }
             }
-            const char *e2 = getenv("EGG_CUDA_DUAL");
-            c->dual = !(e2 && atoi(e2) == 0);
-            const char *eo = getenv("EGG_CUDA_TORD");
-            c->tord = !(eo && atoi(eo) == 0);
+            c->dual = env_on("EGG_CUDA_DUAL");
+            c->tord = env_on("EGG_CUDA_TORD");
             const char *ed = getenv("EGG_CUDA_WIDE");
-            c->mmd = !(ed && atoi(ed) == 0) && (size_t)mmd_smem_bytes() <= prop.sharedMemPerBlockOptin ? (ed ? atoi(ed) : 2) : 0;
+            c->mmd = env_on("EGG_CUDA_WIDE") && (size_t)mmd_smem_bytes() <= prop.sharedMemPerBlockOptin ? (ed ? atoi(ed) : 2) : 0;
             if (c->mmd) {
                 CK(cudaFuncSetAttribute(mmd_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
                 CK(cudaFuncSetAttribute(mmd_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes()));
@@ -1434,20 +1427,16 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 CK(cudaFuncSetAttribute(mmd_kernel<1, 0, MODE_PLAIN, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(1, 1)));
                 CK(cudaFuncSetAttribute(mmd_kernel<0, 0, MODE_PLAIN, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(1, 1)));
             }
-            const char *e1p = getenv("EGG_CUDA_MMD1P"), *eod = getenv("EGG_CUDA_MMDODD");
-            c->mmd1p = !(e1p && atoi(e1p) == 0);
-            c->mmdodd = !(eod && atoi(eod) == 0);
+            c->mmd1p = env_on("EGG_CUDA_MMD1P");
+            c->mmdodd = env_on("EGG_CUDA_MMDODD");
             { /* rank 2-4 in mmx_kernel and mmd_kernel */
-                const char *eg = getenv("EGG_CUDA_RGEMM"), *em = getenv("EGG_CUDA_FMLPR");
-                c->rgemm = !(eg && atoi(eg) == 0) && (size_t)mmx_smem_bytes(0, 4) <= prop.sharedMemPerBlockOptin &&
+                c->rgemm = env_on("EGG_CUDA_RGEMM") && (size_t)mmx_smem_bytes(0, 4) <= prop.sharedMemPerBlockOptin &&
                            (size_t)mmd_smem_bytes(4) <= prop.sharedMemPerBlockOptin;
-                c->fmlpr = !(em && atoi(em) == 0) && (size_t)mlp_smem_bytes(256, 2) <= prop.sharedMemPerBlockOptin &&
+                c->fmlpr = env_on("EGG_CUDA_FMLPR") && (size_t)mlp_smem_bytes(256, 2) <= prop.sharedMemPerBlockOptin &&
                            (size_t)mlp_smem_bytes(256, 3) <= prop.sharedMemPerBlockOptin && (size_t)mlp_smem_bytes(256, 4) <= prop.sharedMemPerBlockOptin &&
                            (size_t)mlp_smem_bytes(128, 2) <= prop.sharedMemPerBlockOptin;
-                const char *el = getenv("EGG_CUDA_LNXB");
-                c->lnxb = !(el && atoi(el) == 0);
-                const char *e2x = getenv("EGG_CUDA_LN2XB");
-                c->ln2xb = !(e2x && atoi(e2x) == 0);
+                c->lnxb = env_on("EGG_CUDA_LNXB");
+                c->ln2xb = env_on("EGG_CUDA_LN2XB");
                 if (c->rgemm) {
 #define MXR_ATTR(R, EP, KT) CK(cudaFuncSetAttribute(mmx_kernel<R, EP, KT, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmx_smem_bytes(0, R)));
 #define MDR_ATTR1(R, W, M, NH) CK(cudaFuncSetAttribute(mmd_kernel<R, W, M, NH>, cudaFuncAttributeMaxDynamicSharedMemorySize, mmd_smem_bytes(R, NH)));
@@ -1460,8 +1449,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
 #undef MXR_ATTR
                 }
             }
-            const char *ef = getenv("EGG_CUDA_FMLP");
-            c->fmlp = !(ef && atoi(ef) == 0) && (size_t)mlp_smem_bytes(256) <= prop.sharedMemPerBlockOptin;
+            c->fmlp = env_on("EGG_CUDA_FMLP") && (size_t)mlp_smem_bytes(256) <= prop.sharedMemPerBlockOptin;
             if (c->fmlp) {
 #define MLP_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(mlp_kernel<HH, R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, mlp_smem_bytes(HH, R > 1 ? R : 1)));
                 MLP_ATTR(256, 0, 0) MLP_ATTR(256, 1, 0) MLP_ATTR(256, 1, 1) MLP_ATTR(256, 1, 2)
@@ -1475,8 +1463,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             }
             c->mmw_ctas = c->nsm; /* one CTA per SM */
             if (e && atoi(e) >= 2 && atoi(e) < c->mmw_ctas) c->mmw_ctas = atoi(e); /* EGG_CUDA_MMP=n: many tiles per CTA */
-            const char *ew = getenv("EGG_CUDA_WPERM");
-            if (!(ew && atoi(ew) == 0)) {
+            if (env_on("EGG_CUDA_WPERM")) {
                 bool any = false;
                 for (int id = 0; id < m->ntensors; id++) {
                     const egg_tensor *t = &m->t[id];
@@ -1491,10 +1478,8 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             }
         }
         {
-            const char *ep2 = getenv("EGG_CUDA_L2PF"); /* the chunk recurrences' L2 prefetch of the next timestep's inputs */
-            c->l2pf = !(ep2 && atoi(ep2) == 0);
-            const char *ec = getenv("EGG_CUDA_RCHUNK");
-            c->rchunk = have && !(ec && atoi(ec) == 0) && (size_t)rchunk_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
+            c->l2pf = env_on("EGG_CUDA_L2PF"); /* the chunk recurrences' L2 prefetch of the next timestep's inputs */
+            c->rchunk = have && env_on("EGG_CUDA_RCHUNK") && (size_t)rchunk_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
             if (c->rchunk) {
 #define RCHUNK_ATTR(HH, R) CK(cudaFuncSetAttribute(rchunk_kernel<HH, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, rchunk_smem_bytes<HH>()));
                 RCHUNK_ATTR(256, 0) RCHUNK_ATTR(256, 1) RCHUNK_ATTR(128, 0) RCHUNK_ATTR(128, 1)
@@ -1504,8 +1489,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
                 CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o2, rchunk_kernel<256, 1>, rchunk_threads<256>(), rchunk_smem_bytes<256>()));
                 c->rchunk_ctas[0] = (o1 > 0 ? o1 : 1) * c->nsm;
                 c->rchunk_ctas[1] = (o2 > 0 ? o2 : 1) * c->nsm;
-                const char *er = getenv("EGG_CUDA_RREG");
-                c->rreg = !(er && atoi(er) == 0) && (size_t)rreg_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
+                c->rreg = env_on("EGG_CUDA_RREG") && (size_t)rreg_smem_bytes<256>() <= prop.sharedMemPerBlockOptin;
                 if (c->rreg) {
 #define RREG_ATTR(HH, R, EP) CK(cudaFuncSetAttribute(rreg_kernel<HH, R, EP>, cudaFuncAttributeMaxDynamicSharedMemorySize, rreg_smem_bytes<HH>()));
                     RREG_ATTR(256, 0, 0) RREG_ATTR(256, 1, 0) RREG_ATTR(256, 1, 1) RREG_ATTR(256, 1, 2)
@@ -1529,7 +1513,7 @@ extern "C" int egg_backend_cuda_create(egg_backend *be, const egg_config *cfg, c
             }
             /* the chunk recurrence over a cluster (H = 384, 512): clusters of H / 128 CTAs */
             const char *eq = getenv("EGG_CUDA_RCLUS");
-            c->rclus = have && !(eq && atoi(eq) == 0) && (size_t)rclus_smem_bytes<512, 4>() <= prop.sharedMemPerBlockOptin ? (eq ? atoi(eq) : 1) : 0;
+            c->rclus = have && env_on("EGG_CUDA_RCLUS") && (size_t)rclus_smem_bytes<512, 4>() <= prop.sharedMemPerBlockOptin ? (eq ? atoi(eq) : 1) : 0;
             if (c->rclus) {
 #define RCLUS_ATTR2(HH, R, LN) CK(cudaFuncSetAttribute(rclus_kernel<HH, R, LN>, cudaFuncAttributeMaxDynamicSharedMemorySize, rclus_smem_bytes<HH, R>()));
 #define RCLUS_ATTR(HH, R) RCLUS_ATTR2(HH, R, true)
