@@ -1011,6 +1011,24 @@ static void cuda_destroy(egg_backend *be) {
     be->impl = NULL;
 }
 
+/* the int8 rate of an n^3 GEMM that go() launches (go false: it failed): one untimed warm-up, then 10 runs between
+ * two events; 0 where a run fails or an error is pending. The --bench peaks (egg_cuda_mma_peak_tops, _blas_) */
+template <typename F> static double gemm_tops(int n, F go) {
+    const int reps = 10;
+    bool ok = go();
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0); cudaEventCreate(&e1);
+    cudaEventRecord(e0);
+    for (int i = 0; i < reps && ok; i++) ok = go();
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    cudaEventDestroy(e0); cudaEventDestroy(e1);
+    if (!ok || cudaGetLastError() != cudaSuccess || ms <= 0) return 0;
+    return 2.0 * n * (double)n * n * reps / (ms * 1e-3) / 1e12;
+}
+
 /* A plain int8 GEMM (r = 0, 8192^3) timed on the device: the "measured MMA peak"
  * that --bench reports its int8 rate against. It is the fastest GEMM this binary
  * has for the GPU: the persistent wgmma kernel on an sm_90a build (its tiles by TMA
@@ -1059,33 +1077,22 @@ extern "C" double egg_cuda_mma_peak_tops(int dev) {
         a.tma = enc && tmap_2d(enc, &tmx, x, n, n, n, BM) && tmap_2d(enc, &tmw, w, n, n, n, BN);
     }
 #endif
-    auto go = [&]() {
+    const double tops = gemm_tops(n, [&]() {
 #ifdef EGG_MMP
         if (have) {
             mmp_kernel<MODE_PLAIN, 0><<<grid, NTHREADS, smem>>>(a, tmx, tmw, tmx, tmx);
-            return;
+            return true;
         }
 #endif
         mm_kernel<MODE_PLAIN><<<grid, NTHREADS, smem>>>(a);
-    };
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0); cudaEventCreate(&e1);
-    go();
-    cudaEventRecord(e0);
-    const int reps = 10;
-    for (int i = 0; i < reps; i++) go();
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    cudaEventDestroy(e0); cudaEventDestroy(e1);
+        return true;
+    });
     cudaFree(x); cudaFree(w); cudaFree(y); cudaFree(probe);
-    if (cudaGetLastError() != cudaSuccess || ms <= 0) return 0;
-    return 2.0 * n * (double)n * n * reps / (ms * 1e-3) / 1e12;
+    return tops;
 }
 
 /* The same 8192^3 int8 GEMM by cuBLAS (cublasGemmEx: int8 in, int32 out, A transposed, the layout its int8 kernels
- * take), timed the same way: the vendor's rate that --bench also reports the training's int8 rate against, where the
+ * take), timed the same way (gemm_tops): the vendor's rate that --bench also reports the training's int8 rate against, where the
  * persistent kernel above measures this code's own. cuBLAS is loaded at run time (dlopen), so that egg_mgpu builds and
  * runs without it; 0 where it is not found, a symbol or the device memory is missing, or the GEMM fails, with why in
  * *why (and with EGG_CUDA_BLAS=0, which tests that path). The HIP build has no rocBLAS counterpart: 0. */
@@ -1122,7 +1129,7 @@ extern "C" double egg_cuda_blas_peak_tops(int dev, const char **why) {
     const auto gemm = (blas_ref::gemm_ex_fn)dlsym(lib, "cublasGemmEx");
     *why = "libcublas.so lacks cublasCreate_v2, cublasDestroy_v2 or cublasGemmEx";
     if (!create || !destroy || !gemm) return 0;
-    const int n = 8192, reps = 10;
+    const int n = 8192;
     int8_t *a = NULL, *b = NULL;
     int32_t *c = NULL;
     void *h = NULL;
@@ -1138,21 +1145,11 @@ extern "C" double egg_cuda_blas_peak_tops(int dev, const char **why) {
     *why = "cublasCreate failed";
     if (create(&h) == 0) {
         const int32_t alpha = 1, beta = 0;
-        int st = 0;
-        cudaEvent_t e0, e1;
-        cudaEventCreate(&e0); cudaEventCreate(&e1);
-        for (int i = 0; i <= reps && st == 0; i++) { /* one warm-up, then reps timed */
-            if (i == 1) cudaEventRecord(e0);
-            st = gemm(h, blas_ref::OP_T, blas_ref::OP_N, n, n, n, &alpha, a, CUDA_R_8I, n, b, CUDA_R_8I, n, &beta, c, CUDA_R_32I, n,
-                      blas_ref::COMPUTE_32I, blas_ref::GEMM_DEFAULT);
-        }
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        cudaEventDestroy(e0); cudaEventDestroy(e1);
+        tops = gemm_tops(n, [&]() {
+            return gemm(h, blas_ref::OP_T, blas_ref::OP_N, n, n, n, &alpha, a, CUDA_R_8I, n, b, CUDA_R_8I, n, &beta, c, CUDA_R_32I, n,
+                        blas_ref::COMPUTE_32I, blas_ref::GEMM_DEFAULT) == 0;
+        });
         *why = "cublasGemmEx failed";
-        if (st == 0 && cudaGetLastError() == cudaSuccess && ms > 0) tops = 2.0 * n * (double)n * n * reps / (ms * 1e-3) / 1e12;
         destroy(h);
     }
     cudaFree(a); cudaFree(b); cudaFree(c); cudaGetLastError();
